@@ -1,0 +1,52 @@
+// The kernel contract (ckb/contracts/kernels.toml): every x86 level is a struct with exactly these static
+// functions, so model components are templates over a level (`template <class K>`) and a generated engine fixes
+// K at build time. The scalar level is the oracle every other level is tested against.
+//
+// Conventions, shared by all levels:
+//   - Weight matrices are row-major [rows, cols] with a row stride `ld` (elements), stored as bf16 or f32, exactly
+//     as in the checkpoint (memory-mapped; kernels never copy them).
+//   - Kernels are single-threaded over the row range they are given; runtime/thread_pool.h splits rows.
+//   - "precise" kernels take f32 activations and accumulate in f32. "fast" kernels take bf16 activations (the
+//     caller rounds with to_bf16) and may use the platform's bf16 dot-product instructions; accumulation stays f32.
+//   - No allocation, no threads, no I/O inside a kernel.
+#pragma once
+#include <cstddef>
+
+#include "common/bf16.h"
+
+#define MI_KERNEL_API                                                                                             \
+  /* y[r] = sum_c W[r, c] * x[c] for r in [0, rows) */                                                            \
+  static void matvec(const ::mi::bf16_t* W, std::size_t ld, const float* x, float* y, int rows, int cols);       \
+  static void matvec(const float* W, std::size_t ld, const float* x, float* y, int rows, int cols);              \
+  /* fast mode: bf16 activations */                                                                               \
+  static void matvec_fast(const ::mi::bf16_t* W, std::size_t ld, const ::mi::bf16_t* x, float* y, int rows,     \
+                          int cols);                                                                              \
+  /* Y[m, r] = sum_c X[m, c] * W[r, c] for m in [0, M), r in [0, rows); X row stride ldx, Y row stride ldy */     \
+  static void matmul(const ::mi::bf16_t* W, std::size_t ld, const float* X, std::size_t ldx, float* Y,          \
+                     std::size_t ldy, int M, int rows, int cols);                                                 \
+  static void matmul(const float* W, std::size_t ld, const float* X, std::size_t ldx, float* Y, std::size_t ldy, \
+                     int M, int rows, int cols);                                                                  \
+  static void matmul_fast(const ::mi::bf16_t* W, std::size_t ld, const ::mi::bf16_t* X, std::size_t ldx,        \
+                          float* Y, std::size_t ldy, int M, int rows, int cols);                                  \
+  /* y[i] = round_to_nearest_even_bf16(x[i]) */                                                                   \
+  static void to_bf16(const float* x, ::mi::bf16_t* y, int n);                                                    \
+  /* sum_i a[i] * b[i] */                                                                                         \
+  static float dot(const float* a, const float* b, int n);                                                        \
+  /* y[i] += a * x[i] */                                                                                          \
+  static void axpy(float a, const float* x, float* y, int n);                                                     \
+  /* y[i] += x[i] */                                                                                              \
+  static void add(const float* x, float* y, int n);                                                               \
+  /* y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]   (HF LlamaRMSNorm / Qwen3RMSNorm, computed in f32) */            \
+  static void rmsnorm(const float* x, const float* w, float* y, int n, float eps);                                \
+  /* x[i] = exp(x[i] - max) / sum_j exp(x[j] - max) */                                                            \
+  static void softmax(float* x, int n);                                                                           \
+  /* out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)) */                                              \
+  static void silu_mul(const float* gate, const float* up, float* out, int n);                                   \
+  /* rotate-half RoPE on one head (HF apply_rotary_pos_emb): for i < d/2 with d = head_dim,                       \
+     x'[i] = x[i]*cos[i] - x[i+d/2]*sin[i],  x'[i+d/2] = x[i+d/2]*cos[i] + x[i]*sin[i]; cos/sin have d/2 entries */ \
+  static void rope_rotate_half(float* x, const float* cos, const float* sin, int head_dim);
+
+namespace mi::kernels {
+// Instruction-set levels, as named in ckb/platforms and in a constraints file's platform.
+enum class Level { scalar, avx2, avx512, avx512bf16 };
+}  // namespace mi::kernels

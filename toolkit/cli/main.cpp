@@ -1,0 +1,28 @@
+// metainfer: constraints in, a verified single-path inference engine out. See README.md "CLI reference".
+#include <iostream>
+
+#include "cli/commands.h"
+#include "common/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"metainfer: turns deployment constraints into a compact, verified LLM inference engine", "metainfer"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", METAINFER_VERSION);
+  int exit_code = mi::cli::kExitOk;
+
+  mi::cli::register_platform_command(app, exit_code);
+  mi::cli::register_ckb_command(app, exit_code);
+  mi::cli::register_plan_command(app, exit_code);
+  mi::cli::register_synth_model_command(app, exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);  // prints help or the parse error
+    return status == 0 ? 0 : mi::cli::kExitBadInput;
+  } catch (const mi::Error& e) {
+    std::cerr << "metainfer: error: " << e.what() << "\n";
+    return exit_code != mi::cli::kExitOk ? exit_code : mi::cli::kExitBadInput;
+  }
+  return exit_code;
+}
