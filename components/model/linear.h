@@ -1,0 +1,86 @@
+// Linear layers (y = x W^T, no bias) split across the thread pool, in the two numeric modes of an engine:
+//   precise: f32 activations, K::matvec / K::matmul (f32 accumulation) - reproduces an f32 reference.
+//   fast:    activations rounded to bf16 once per input (K::to_bf16), then K::matvec_fast / K::matmul_fast
+//            (bf16 x bf16 products, f32 accumulation).
+// The mode is carried by the activation type: MatmulInput<Numerics::precise> is float, <fast> is bf16_t, and
+// linear() picks the kernel by overload, so a generated engine has one code path and no runtime switch.
+// One token (M == 1, decode) uses matvec; several tokens (prefill) use matmul over all of them at once.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include "common/bf16.h"
+#include "runtime/thread_pool.h"
+
+namespace mi::model {
+
+enum class Numerics { precise, fast };
+
+template <Numerics N>
+using MatmulInput = std::conditional_t<N == Numerics::precise, float, bf16_t>;
+
+// The activations a linear layer of mode N consumes: precise returns x itself; fast rounds x[0, n) to bf16
+// into `scratch` (n elements) and returns it. `scratch` is unused (may be null) in precise mode.
+template <class K, Numerics N>
+const MatmulInput<N>* matmul_input(runtime::ThreadPool& pool, const float* x, std::size_t n,
+                                   MatmulInput<N>* scratch) {
+  if constexpr (N == Numerics::precise) {
+    return x;
+  } else {
+    constexpr int kGrain = 4096;
+    const int blocks = int((n + kGrain - 1) / kGrain);
+    pool.parallel_for(blocks, 1, [&](int b0, int b1) {
+      const std::size_t begin = std::size_t(b0) * kGrain;
+      const std::size_t end = std::min(n, std::size_t(b1) * kGrain);
+      K::to_bf16(x + begin, scratch + begin, int(end - begin));
+    });
+    return scratch;
+  }
+}
+
+namespace detail {
+// Output rows are handed to threads in units of this many rows, so SIMD kernels that tile rows see the same
+// tiles whatever the thread count.
+constexpr int kRowUnit = 16;
+// Roughly the multiply-adds one chunk should do before splitting pays for the wake-up.
+constexpr long kMinMacsPerChunk = 1L << 15;
+
+template <class K, class W, class X>
+void linear_rows(const W* weight, int in_features, const X* x, int M, float* y, int out_features, int r0, int r1) {
+  const std::size_t ld = std::size_t(in_features);
+  if (M == 1) {
+    if constexpr (std::is_same_v<X, float>)
+      K::matvec(weight + std::size_t(r0) * ld, ld, x, y + r0, r1 - r0, in_features);
+    else
+      K::matvec_fast(weight + std::size_t(r0) * ld, ld, x, y + r0, r1 - r0, in_features);
+  } else {
+    if constexpr (std::is_same_v<X, float>)
+      K::matmul(weight + std::size_t(r0) * ld, ld, x, ld, y + r0, std::size_t(out_features), M, r1 - r0,
+                in_features);
+    else
+      K::matmul_fast(weight + std::size_t(r0) * ld, ld, x, ld, y + r0, std::size_t(out_features), M, r1 - r0,
+                     in_features);
+  }
+}
+}  // namespace detail
+
+// y[m, r] = sum_c x[m, c] * weight[r, c]
+//   weight [out_features, in_features] row-major (bf16 from the checkpoint, or f32; fast mode needs bf16)
+//   x      [M, in_features]  f32 (precise) or bf16 (fast, from matmul_input)
+//   y      [M, out_features] f32
+template <class K, class W, class X>
+void linear(runtime::ThreadPool& pool, const W* weight, int out_features, int in_features, const X* x, int M,
+            float* y) {
+  static_assert(std::is_same_v<X, float> || std::is_same_v<W, bf16_t>, "fast (bf16) activations need bf16 weights");
+  const int units = (out_features + detail::kRowUnit - 1) / detail::kRowUnit;
+  const long macs_per_unit = long(detail::kRowUnit) * in_features * std::max(M, 1);
+  const int grain = int(std::max(1L, detail::kMinMacsPerChunk / std::max(1L, macs_per_unit)));
+  pool.parallel_for(units, grain, [&](int u0, int u1) {
+    const int r0 = u0 * detail::kRowUnit;
+    const int r1 = std::min(out_features, u1 * detail::kRowUnit);
+    detail::linear_rows<K>(weight, in_features, x, M, y, out_features, r0, r1);
+  });
+}
+
+}  // namespace mi::model

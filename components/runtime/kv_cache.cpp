@@ -1,0 +1,120 @@
+#include "runtime/kv_cache.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "common/error.h"
+
+namespace mi::runtime {
+
+KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
+  auto require_positive = [](int v, const char* field) {
+    if (v <= 0) fail("KvCache: field '", field, "': expected a positive integer, got ", v);
+  };
+  require_positive(shape.layers, "layers");
+  require_positive(shape.kv_heads, "kv_heads");
+  require_positive(shape.head_dim, "head_dim");
+  require_positive(shape.max_sequences, "max_sequences");
+  require_positive(shape.max_context, "max_context");
+  require_positive(shape.block_size, "block_size");
+
+  blocks_per_sequence_ = (shape.max_context + shape.block_size - 1) / shape.block_size;
+  head_block_floats_ = std::size_t(shape.block_size) * std::size_t(shape.head_dim);
+  block_floats_ = std::size_t(shape.layers) * 2 * std::size_t(shape.kv_heads) * head_block_floats_;
+  total_blocks_ = std::size_t(shape.max_sequences) * std::size_t(blocks_per_sequence_);
+  if (total_blocks_ > std::size_t(std::numeric_limits<int>::max()) ||
+      block_floats_ > std::numeric_limits<std::size_t>::max() / sizeof(float) / total_blocks_)
+    fail("KvCache: shape too large (", shape.max_sequences, " sequences x ", shape.max_context, " tokens x ",
+         shape.layers, " layers x ", shape.kv_heads, " kv heads x ", shape.head_dim, " head_dim)");
+  storage_floats_ = block_floats_ * total_blocks_;
+  // Value-initialised: a position read before it is written is zero, never garbage.
+  storage_.reset(new float[storage_floats_]());
+
+  sequences_.resize(std::size_t(shape.max_sequences));
+  for (auto& s : sequences_) s.blocks.reserve(std::size_t(blocks_per_sequence_));
+  free_list_.reserve(total_blocks_);
+  // Stack order: block 0 is handed out first.
+  for (int b = int(total_blocks_) - 1; b >= 0; --b) free_list_.push_back(b);
+}
+
+const KvCache::Sequence& KvCache::checked(int seq) const {
+  if (seq < 0 || seq >= int(sequences_.size()) || !sequences_[std::size_t(seq)].alive)
+    fail("KvCache: sequence ", seq, " is not allocated");
+  return sequences_[std::size_t(seq)];
+}
+
+int KvCache::allocate_sequence() {
+  for (std::size_t i = 0; i < sequences_.size(); ++i) {
+    if (!sequences_[i].alive) {
+      sequences_[i].alive = true;
+      sequences_[i].length = 0;
+      return int(i);
+    }
+  }
+  fail("KvCache: all ", shape_.max_sequences, " sequence slots are in use (max_sequences)");
+}
+
+void KvCache::release_blocks(Sequence& s) {
+  for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) free_list_.push_back(*it);
+  s.blocks.clear();  // keeps capacity
+  s.length = 0;
+}
+
+void KvCache::free_sequence(int seq) {
+  checked(seq);
+  Sequence& s = sequences_[std::size_t(seq)];
+  release_blocks(s);
+  s.alive = false;
+}
+
+void KvCache::clear_sequence(int seq) {
+  checked(seq);
+  release_blocks(sequences_[std::size_t(seq)]);
+}
+
+int KvCache::append(int seq, int tokens) {
+  checked(seq);
+  Sequence& s = sequences_[std::size_t(seq)];
+  if (tokens < 0) fail("KvCache: append of ", tokens, " tokens to sequence ", seq, ": expected >= 0");
+  if (tokens > shape_.max_context - s.length)
+    fail("KvCache: sequence ", seq, " holds ", s.length, " tokens; appending ", tokens, " exceeds max_context ",
+         shape_.max_context);
+  const int new_length = s.length + tokens;
+  const std::size_t blocks_needed = std::size_t((new_length + shape_.block_size - 1) / shape_.block_size);
+  if (blocks_needed > s.blocks.size() && blocks_needed - s.blocks.size() > free_list_.size())
+    fail("KvCache: no free blocks for sequence ", seq, " (needs ", blocks_needed - s.blocks.size(), ", ",
+         free_list_.size(), " free)");
+  while (s.blocks.size() < blocks_needed) {
+    s.blocks.push_back(free_list_.back());
+    free_list_.pop_back();
+  }
+  const int start = s.length;
+  s.length = new_length;
+  return start;
+}
+
+int KvCache::length(int seq) const { return checked(seq).length; }
+
+float* KvCache::row(int seq, int layer, int kind, int kv_head, int pos) const {
+  const Sequence& s = checked(seq);
+  if (layer < 0 || layer >= shape_.layers || kv_head < 0 || kv_head >= shape_.kv_heads || pos < 0 ||
+      pos >= s.length)
+    fail("KvCache: row (layer ", layer, ", kv head ", kv_head, ", position ", pos, ") out of range for sequence ",
+         seq, " (layers ", shape_.layers, ", kv heads ", shape_.kv_heads, ", length ", s.length, ")");
+  const int block = s.blocks[std::size_t(pos / shape_.block_size)];
+  const int offset = pos % shape_.block_size;
+  const std::size_t head_index = (std::size_t(layer) * 2 + std::size_t(kind)) * std::size_t(shape_.kv_heads) +
+                                 std::size_t(kv_head);
+  return block_base(block) + head_index * head_block_floats_ + std::size_t(offset) * std::size_t(shape_.head_dim);
+}
+
+KvCache::HeadSpan KvCache::head_span(int seq, int layer, int kv_head, int pos, int end) const {
+  const Sequence& s = checked(seq);
+  if (end > s.length || pos >= end)
+    fail("KvCache: span [", pos, ", ", end, ") out of range for sequence ", seq, " of length ", s.length);
+  const int block_end = (pos / shape_.block_size + 1) * shape_.block_size;
+  const int tokens = std::min(block_end, end) - pos;
+  return HeadSpan{row(seq, layer, 0, kv_head, pos), row(seq, layer, 1, kv_head, pos), pos, tokens};
+}
+
+}  // namespace mi::runtime

@@ -1,0 +1,97 @@
+// The attention key/value cache: one f32 allocation made at construction, sized for
+// max_sequences x max_context tokens x layers x kv_heads x head_dim (keys and values), never grown.
+//
+// Memory is organised in blocks of `block_size` token positions (paged-attention style). A block belongs to one
+// sequence and holds, for every layer, the keys and the values of its block_size positions:
+//
+//   block [layers][2 (0 = key, 1 = value)][kv_heads][block_size][head_dim]   f32
+//
+// so one head's keys of one block are contiguous rows of head_dim floats (what attention reads). Each sequence
+// has a block table (logical block i -> physical block), so a later scheduler can hand blocks out on demand;
+// the pool holds max_sequences * ceil(max_context / block_size) blocks, so every sequence can always reach
+// max_context. All bookkeeping storage is reserved at construction: allocate/append/free never allocate.
+//
+// Usage in one forward step over T new tokens of sequence s:
+//   int start = cache.append(s, T);           // reserves positions [start, start+T); throws when full
+//   per layer: cache.key(s, layer, h, p) / value(...) rows for p in [start, start+T) are written,
+//              then attention reads positions [0, start+T) block by block.
+// Errors (unknown sequence, no free slot, context or pool exhausted, position out of range) throw mi::Error.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace mi::runtime {
+
+struct KvCacheShape {
+  int layers = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  int max_sequences = 1;  // max_batch: sequences alive at the same time
+  int max_context = 0;    // tokens per sequence
+  int block_size = 16;    // kv_block_size: token positions per block
+};
+
+class KvCache {
+ public:
+  explicit KvCache(const KvCacheShape& shape);
+
+  const KvCacheShape& shape() const { return shape_; }
+  std::size_t total_blocks() const { return total_blocks_; }
+  std::size_t free_blocks() const { return free_list_.size(); }
+  std::size_t bytes() const { return storage_floats_ * sizeof(float); }
+
+  // A new empty sequence; throws when max_sequences are alive.
+  int allocate_sequence();
+  // Returns the sequence's blocks to the pool; the id may be handed out again.
+  void free_sequence(int seq);
+  // Drops all positions of the sequence but keeps its id (e.g. to reuse it for the next prompt).
+  void clear_sequence(int seq);
+
+  // Extends the sequence by `tokens` positions, taking blocks from the pool as needed; returns the first new
+  // position. Throws, leaving the sequence unchanged, when max_context or the pool would be exceeded.
+  int append(int seq, int tokens);
+  int length(int seq) const;
+
+  // Row of head_dim floats for (layer, kv head, position); position must be < length(seq).
+  float* key(int seq, int layer, int kv_head, int pos) { return row(seq, layer, 0, kv_head, pos); }
+  float* value(int seq, int layer, int kv_head, int pos) { return row(seq, layer, 1, kv_head, pos); }
+  const float* key(int seq, int layer, int kv_head, int pos) const { return row(seq, layer, 0, kv_head, pos); }
+  const float* value(int seq, int layer, int kv_head, int pos) const { return row(seq, layer, 1, kv_head, pos); }
+
+  // A contiguous run of positions [first, first + tokens) of one head, all inside one block:
+  // keys/values are [tokens][head_dim] with row stride head_dim.
+  struct HeadSpan {
+    const float* keys;
+    const float* values;
+    int first;
+    int tokens;
+  };
+  // The span of the block holding `pos`, clipped to [pos, end) with end <= length(seq). Attention walks
+  // positions [0, n) as: for (p = 0; p < n; p += span.tokens) span = head_span(seq, layer, h, p, n).
+  HeadSpan head_span(int seq, int layer, int kv_head, int pos, int end) const;
+
+ private:
+  struct Sequence {
+    bool alive = false;
+    int length = 0;
+    std::vector<int> blocks;  // logical block -> physical block; capacity reserved for max_context
+  };
+
+  const Sequence& checked(int seq) const;
+  float* row(int seq, int layer, int kind, int kv_head, int pos) const;
+  float* block_base(int physical_block) const { return storage_.get() + std::size_t(physical_block) * block_floats_; }
+  void release_blocks(Sequence& s);
+
+  KvCacheShape shape_;
+  int blocks_per_sequence_ = 0;
+  std::size_t block_floats_ = 0;     // floats per block
+  std::size_t head_block_floats_ = 0;  // block_size * head_dim
+  std::size_t storage_floats_ = 0;
+  std::unique_ptr<float[]> storage_;
+  std::vector<Sequence> sequences_;
+  std::size_t total_blocks_ = 0;
+  std::vector<int> free_list_;  // physical blocks not owned by any sequence (used as a stack)
+};
+
+}  // namespace mi::runtime

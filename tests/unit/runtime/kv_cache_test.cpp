@@ -1,0 +1,112 @@
+#include "runtime/kv_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+
+using mi::runtime::KvCache;
+using mi::runtime::KvCacheShape;
+
+namespace {
+KvCacheShape small_shape() {
+  KvCacheShape s;
+  s.layers = 2;
+  s.kv_heads = 3;
+  s.head_dim = 4;
+  s.max_sequences = 2;
+  s.max_context = 10;
+  s.block_size = 4;
+  return s;
+}
+}  // namespace
+
+TEST(KvCache, SizesFromShape) {
+  KvCache cache(small_shape());
+  EXPECT_EQ(cache.total_blocks(), 2u * 3u);  // 2 sequences x ceil(10 / 4)
+  EXPECT_EQ(cache.bytes(), 6u * (2 * 2 * 3 * 4 * 4) * sizeof(float));
+  EXPECT_EQ(cache.free_blocks(), 6u);
+}
+
+TEST(KvCache, RejectsBadShape) {
+  KvCacheShape s = small_shape();
+  s.head_dim = 0;
+  EXPECT_THROW(KvCache{s}, mi::Error);
+  s = small_shape();
+  s.block_size = -1;
+  EXPECT_THROW(KvCache{s}, mi::Error);
+}
+
+TEST(KvCache, AppendWriteReadAcrossBlocks) {
+  KvCache cache(small_shape());
+  const int seq = cache.allocate_sequence();
+  EXPECT_EQ(cache.append(seq, 3), 0);
+  EXPECT_EQ(cache.append(seq, 6), 3);
+  EXPECT_EQ(cache.length(seq), 9);
+  EXPECT_EQ(cache.free_blocks(), 3u);
+  auto tag = [](int layer, int kind, int head, int pos, int d) { return float(layer * 10000 + kind * 1000 + head * 100 + pos * 10 + d); };
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 3; ++h)
+      for (int p = 0; p < 9; ++p)
+        for (int d = 0; d < 4; ++d) {
+          cache.key(seq, l, h, p)[d] = tag(l, 0, h, p, d);
+          cache.value(seq, l, h, p)[d] = tag(l, 1, h, p, d);
+        }
+  const KvCache& ro = cache;
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 3; ++h) {
+      int covered = 0;
+      for (int p = 0; p < 9;) {
+        const auto span = ro.head_span(seq, l, h, p, 9);
+        ASSERT_EQ(span.first, p);
+        ASSERT_GE(span.tokens, 1);
+        ASSERT_LE(span.tokens, 4);
+        for (int j = 0; j < span.tokens; ++j)
+          for (int d = 0; d < 4; ++d) {
+            ASSERT_EQ(span.keys[j * 4 + d], tag(l, 0, h, p + j, d));
+            ASSERT_EQ(span.values[j * 4 + d], tag(l, 1, h, p + j, d));
+          }
+        p += span.tokens;
+        covered += span.tokens;
+      }
+      EXPECT_EQ(covered, 9);
+    }
+}
+
+TEST(KvCache, ErrorsInsteadOfOverrun) {
+  KvCache cache(small_shape());
+  const int a = cache.allocate_sequence();
+  const int b = cache.allocate_sequence();
+  EXPECT_THROW(cache.allocate_sequence(), mi::Error);  // max_sequences = 2
+  EXPECT_THROW(cache.append(a, 11), mi::Error);          // > max_context
+  EXPECT_EQ(cache.length(a), 0);                         // unchanged after the failure
+  cache.append(a, 10);
+  EXPECT_THROW(cache.append(a, 1), mi::Error);
+  EXPECT_THROW(cache.key(a, 0, 0, 10), mi::Error);  // position beyond length
+  EXPECT_THROW(cache.key(a, 2, 0, 0), mi::Error);   // layer out of range
+  EXPECT_THROW(cache.key(a, 0, 3, 0), mi::Error);   // kv head out of range
+  EXPECT_THROW(cache.key(b, 0, 0, 0), mi::Error);   // b is empty
+  EXPECT_THROW(cache.length(7), mi::Error);
+  EXPECT_THROW(cache.append(-1, 1), mi::Error);
+  EXPECT_THROW(cache.append(a, -1), mi::Error);
+  cache.free_sequence(b);
+  EXPECT_THROW(cache.length(b), mi::Error);  // freed
+}
+
+TEST(KvCache, FreeReturnsBlocksAndSlots) {
+  KvCache cache(small_shape());
+  const int a = cache.allocate_sequence();
+  cache.append(a, 10);
+  const int b = cache.allocate_sequence();
+  cache.append(b, 5);
+  EXPECT_EQ(cache.free_blocks(), 1u);
+  cache.free_sequence(a);
+  EXPECT_EQ(cache.free_blocks(), 4u);
+  const int c = cache.allocate_sequence();
+  EXPECT_EQ(c, a);  // the slot is reused
+  cache.append(c, 10);
+  cache.clear_sequence(b);
+  EXPECT_EQ(cache.length(b), 0);
+  EXPECT_EQ(cache.free_blocks(), 3u);
+  cache.append(b, 10);
+  EXPECT_EQ(cache.free_blocks(), 0u);
+}
