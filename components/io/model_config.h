@@ -40,13 +40,17 @@ struct ModelConfig {
   std::string torch_dtype;  // "bfloat16", "float32", ... ("dtype" or "torch_dtype")
   std::optional<int> bos_token_id;
   std::vector<int> eos_token_ids;  // union of config.json, generation_config.json, tokenizer_config.json
+  // Number of ids the tokenizer can produce (its largest id + 1) when DIR/tokenizer.json exists. May be smaller
+  // than vocab_size (embeddings padded past the tokenizer's last id); load_model_config fails when larger.
+  std::optional<int> tokenizer_vocab_size;
 };
 
 // The JSON object that describes the text model: the root, or root["text_config"] when present.
 // `source` names the file in error messages.
 const nlohmann::json& text_config_of(const nlohmann::json& root);
 
-// Reads DIR/config.json (+ generation_config.json, tokenizer_config.json when present for EOS/BOS).
+// Reads DIR/config.json (+ generation_config.json, tokenizer_config.json when present for EOS/BOS; tokenizer.json
+// when present to resolve special-token texts, set tokenizer_vocab_size and check it fits vocab_size).
 ModelConfig load_model_config(const std::filesystem::path& checkpoint_dir);
 
 // Parses an already-read config.json object; `source` names the file in error messages.

@@ -1,0 +1,392 @@
+// config.json (+ generation_config.json, tokenizer_config.json, tokenizer.json) -> ModelConfig.
+// Field meanings and defaults follow the transformers configuration classes' documentation (LlamaConfig,
+// Qwen3Config): num_key_value_heads defaults to num_attention_heads, head_dim to hidden_size /
+// num_attention_heads, rope_theta to 10000; newer transformers move rope_theta and the scaling parameters into
+// "rope_parameters".
+#include "io/model_config.h"
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <map>
+
+#include "common/error.h"
+#include "common/json_file.h"
+
+namespace mi::io {
+
+namespace {
+
+using nlohmann::json;
+
+std::string show(const json* value) {
+  if (value == nullptr) return "nothing (field missing)";
+  std::string text = value->dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
+// Typed access to the fields of one JSON object; every error names the file and the dotted field path.
+class Fields {
+ public:
+  Fields(const json& object, std::string prefix, const std::string& source)
+      : object_(object), prefix_(std::move(prefix)), source_(source) {}
+
+  // nullptr when absent or null (transformers writes unset optional fields as null).
+  const json* find(const char* key) const {
+    auto it = object_.find(key);
+    if (it == object_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  [[noreturn]] void wrong(const char* key, const char* expected, const json* got) const {
+    fail(source_, ": field '", prefix_, key, "': expected ", expected, ", got ", show(got));
+  }
+
+  int positive_int(const char* key) const {
+    const json* value = find(key);
+    if (!is_int_in(value, 1)) wrong(key, "a positive integer", value);
+    return value->get<int>();
+  }
+  std::optional<int> optional_positive_int(const char* key) const {
+    const json* value = find(key);
+    if (value == nullptr) return std::nullopt;
+    if (!is_int_in(value, 1)) wrong(key, "a positive integer", value);
+    return value->get<int>();
+  }
+  double positive_number(const char* key, double fallback) const {
+    const json* value = find(key);
+    if (value == nullptr) return fallback;
+    if (!value->is_number() || !(value->get<double>() > 0)) wrong(key, "a positive number", value);
+    return value->get<double>();
+  }
+  bool boolean(const char* key, bool fallback) const {
+    const json* value = find(key);
+    if (value == nullptr) return fallback;
+    if (!value->is_boolean()) wrong(key, "true or false", value);
+    return value->get<bool>();
+  }
+  std::string string(const char* key) const {
+    const json* value = find(key);
+    if (value == nullptr || !value->is_string()) wrong(key, "a string", value);
+    return value->get<std::string>();
+  }
+  // Token ids: absent/null -> {}, an integer -> {id}, a list of integers -> the list.
+  std::vector<int> token_ids(const char* key) const {
+    const json* value = find(key);
+    if (value == nullptr) return {};
+    if (is_int_in(value, 0)) return {value->get<int>()};
+    if (!value->is_array()) wrong(key, "a token id or a list of token ids", value);
+    std::vector<int> ids;
+    for (const json& element : *value) {
+      if (!is_int_in(&element, 0)) wrong(key, "a token id or a list of token ids", value);
+      ids.push_back(element.get<int>());
+    }
+    return ids;
+  }
+
+  const std::string& source() const { return source_; }
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  static bool is_int_in(const json* value, int64_t minimum) {
+    if (value == nullptr || !value->is_number_integer()) return false;
+    if (value->is_number_unsigned()) return value->get<uint64_t>() <= uint64_t(std::numeric_limits<int>::max());
+    int64_t v = value->get<int64_t>();
+    return v >= minimum && v <= std::numeric_limits<int>::max();
+  }
+
+  const json& object_;
+  std::string prefix_;
+  const std::string& source_;
+};
+
+void append_unique(std::vector<int>& ids, const std::vector<int>& more) {
+  for (int id : more) {
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+}
+
+// Llama 3 frequency scaling, from "rope_scaling" (older transformers) or "rope_parameters" (newer).
+std::optional<RopeScaling> parse_rope_scaling(const json& scaling, const std::string& path, const std::string& source) {
+  Fields fields(scaling, path + ".", source);
+  const json* type = fields.find("rope_type");
+  const char* type_key = "rope_type";
+  if (type == nullptr) {
+    type = fields.find("type");  // the older spelling
+    type_key = "type";
+  }
+  if (type == nullptr || !type->is_string()) fields.wrong("rope_type", "a string naming the rope scaling type", type);
+  const std::string kind = type->get<std::string>();
+  if (kind == "default") return std::nullopt;
+  if (kind != "llama3")
+    fail(source, ": field '", path, ".", type_key, "': unsupported rope scaling type '", kind,
+         "' (metainfer covers 'default' and 'llama3')");
+  RopeScaling rope;
+  rope.rope_type = kind;
+  auto required_number = [&](const char* key) {
+    const json* value = fields.find(key);
+    if (value == nullptr || !value->is_number() || !(value->get<double>() > 0))
+      fields.wrong(key, "a positive number", value);
+    return value->get<double>();
+  };
+  rope.factor = required_number("factor");
+  rope.low_freq_factor = required_number("low_freq_factor");
+  rope.high_freq_factor = required_number("high_freq_factor");
+  rope.original_max_position_embeddings = fields.positive_int("original_max_position_embeddings");
+  if (!(rope.high_freq_factor > rope.low_freq_factor))
+    fail(source, ": field '", path, "': high_freq_factor (", rope.high_freq_factor,
+         ") must be greater than low_freq_factor (", rope.low_freq_factor, ")");
+  return rope;
+}
+
+// What tokenizer.json says about ids: the added tokens and the model vocabulary, and the largest id.
+struct TokenizerIds {
+  std::map<std::string, int> id_of;  // added tokens and model vocabulary
+  int max_id = -1;
+  std::string max_token;
+};
+
+TokenizerIds read_tokenizer_ids(const std::filesystem::path& path) {
+  const std::string source = path.string();
+  // The merges list is half of a BPE tokenizer.json and says nothing about ids: drop it while parsing.
+  auto skip_merges = [](int depth, json::parse_event_t event, json& parsed) {
+    return !(event == json::parse_event_t::key && depth == 2 && parsed == "merges");
+  };
+  json root;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(source, ": cannot open file");
+    try {
+      root = json::parse(in, skip_merges);
+    } catch (const json::parse_error& e) {
+      fail(source, ": not valid JSON (byte ", e.byte, "): ", e.what());
+    }
+  }
+  if (!root.is_object()) fail(source, ": expected a JSON object");
+  TokenizerIds ids;
+  auto record = [&](const std::string& token, const json& id_value, const char* where) {
+    if (!id_value.is_number_integer() || id_value.get<int64_t>() < 0 ||
+        id_value.get<int64_t>() > std::numeric_limits<int>::max())
+      fail(source, ": ", where, ": token '", token, "': expected a non-negative integer id, got ", show(&id_value));
+    int id = id_value.get<int>();
+    ids.id_of.emplace(token, id);
+    if (id > ids.max_id) {
+      ids.max_id = id;
+      ids.max_token = token;
+    }
+  };
+  if (auto added = root.find("added_tokens"); added != root.end() && !added->is_null()) {
+    if (!added->is_array()) fail(source, ": field 'added_tokens': expected an array, got ", show(&*added));
+    for (const json& token : *added) {
+      if (!token.is_object() || !token.contains("content") || !token["content"].is_string() || !token.contains("id"))
+        fail(source, ": field 'added_tokens': expected objects with 'id' and 'content', got ", show(&token));
+      record(token["content"].get<std::string>(), token["id"], "added_tokens");
+    }
+  }
+  if (auto model = root.find("model"); model != root.end() && model->is_object()) {
+    if (auto vocab = model->find("vocab"); vocab != model->end()) {
+      if (vocab->is_object()) {  // BPE, WordPiece, WordLevel: {token: id}
+        for (auto& [token, id] : vocab->items()) record(token, id, "model.vocab");
+      } else if (vocab->is_array()) {  // Unigram: [[piece, score], ...], the id is the position
+        for (std::size_t i = 0; i < vocab->size(); ++i) {
+          const json& entry = (*vocab)[i];
+          std::string piece = entry.is_array() && !entry.empty() && entry[0].is_string() ? entry[0].get<std::string>()
+                                                                                         : std::string();
+          record(piece, json(i), "model.vocab");
+        }
+      } else {
+        fail(source, ": field 'model.vocab': expected an object or an array, got ", show(&*vocab));
+      }
+    }
+  }
+  return ids;
+}
+
+// tokenizer_config.json names special tokens by text: "eos_token": "<|im_end|>" or {"content": "<|im_end|>", ...}.
+std::optional<std::string> special_token_text(const json& config, const char* key, const std::string& source) {
+  auto it = config.find(key);
+  if (it == config.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
+    return (*it)["content"].get<std::string>();
+  fail(source, ": field '", key, "': expected a token string or {\"content\": string}, got ", show(&*it));
+}
+
+// Resolves a special token's text to its id: tokenizer_config.json's "added_tokens_decoder" ({"id": {"content"}}),
+// then tokenizer.json. nullopt when neither knows it.
+std::optional<int> resolve_token(const std::string& text, const json& tokenizer_config,
+                                 const std::optional<TokenizerIds>& tokenizer) {
+  if (auto decoder = tokenizer_config.find("added_tokens_decoder");
+      decoder != tokenizer_config.end() && decoder->is_object()) {
+    for (auto& [id_text, entry] : decoder->items()) {
+      if (!entry.is_object() || entry.value("content", json()) != text) continue;
+      try {
+        std::size_t used = 0;
+        int id = std::stoi(id_text, &used);
+        if (used == id_text.size() && id >= 0) return id;
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  if (tokenizer) {
+    auto it = tokenizer->id_of.find(text);
+    if (it != tokenizer->id_of.end()) return it->second;
+  }
+  return std::nullopt;
+}
+
+void check_ids_in_vocab(const std::vector<int>& ids, const char* what, const ModelConfig& config,
+                        const std::string& dir) {
+  for (int id : ids) {
+    if (id >= config.vocab_size)
+      fail(dir, ": ", what, " ", id, " is outside the vocabulary (config.json vocab_size ", config.vocab_size, ")");
+  }
+}
+
+}  // namespace
+
+const nlohmann::json& text_config_of(const nlohmann::json& root) {
+  auto it = root.find("text_config");
+  if (it != root.end() && it->is_object()) return *it;
+  return root;
+}
+
+ModelConfig parse_model_config(const nlohmann::json& root, const std::string& source) {
+  if (!root.is_object()) fail(source, ": expected a JSON object, got ", show(&root));
+  const json& text = text_config_of(root);
+  const bool nested = &text != &root;
+  Fields top(root, "", source);
+  Fields fields(text, nested ? "text_config." : "", source);
+
+  ModelConfig config;
+  const json* architectures = top.find("architectures");
+  if (architectures == nullptr || !architectures->is_array() || architectures->empty() ||
+      !(*architectures)[0].is_string())
+    top.wrong("architectures", "a non-empty list of class names", architectures);
+  config.architecture = (*architectures)[0].get<std::string>();
+  config.model_type = fields.string("model_type");
+
+  config.vocab_size = fields.positive_int("vocab_size");
+  config.hidden_size = fields.positive_int("hidden_size");
+  config.intermediate_size = fields.positive_int("intermediate_size");
+  config.num_hidden_layers = fields.positive_int("num_hidden_layers");
+  config.num_attention_heads = fields.positive_int("num_attention_heads");
+  config.num_key_value_heads = fields.optional_positive_int("num_key_value_heads").value_or(config.num_attention_heads);
+  if (config.num_attention_heads % config.num_key_value_heads != 0)
+    fail(source, ": field '", fields.prefix(), "num_key_value_heads': expected a divisor of num_attention_heads (",
+         config.num_attention_heads, "), got ", config.num_key_value_heads);
+  if (auto head_dim = fields.optional_positive_int("head_dim")) {
+    config.head_dim = *head_dim;
+  } else {
+    if (config.hidden_size % config.num_attention_heads != 0)
+      fail(source, ": field '", fields.prefix(), "head_dim' is absent and hidden_size (", config.hidden_size,
+           ") is not divisible by num_attention_heads (", config.num_attention_heads, ")");
+    config.head_dim = config.hidden_size / config.num_attention_heads;
+  }
+  config.max_position_embeddings = fields.positive_int("max_position_embeddings");
+  config.rms_norm_eps = fields.positive_number("rms_norm_eps", 1e-6);
+  config.attention_bias = fields.boolean("attention_bias", false);
+  // Absent: false, the LlamaConfig and Qwen3Config default. Multimodal wrappers may keep it at the root.
+  config.tie_word_embeddings =
+      fields.find("tie_word_embeddings") ? fields.boolean("tie_word_embeddings", false)
+                                         : top.boolean("tie_word_embeddings", false);
+
+  // "dtype" (transformers >= 4.56) supersedes "torch_dtype".
+  for (const Fields* where : {&fields, &top}) {
+    for (const char* key : {"dtype", "torch_dtype"}) {
+      if (!config.torch_dtype.empty()) break;
+      if (where->find(key)) config.torch_dtype = where->string(key);
+    }
+  }
+
+  const json* rope_parameters = fields.find("rope_parameters");
+  if (rope_parameters != nullptr && !rope_parameters->is_object())
+    fields.wrong("rope_parameters", "an object", rope_parameters);
+  if (fields.find("rope_theta")) {
+    config.rope_theta = fields.positive_number("rope_theta", 10000.0);
+  } else if (rope_parameters != nullptr) {
+    config.rope_theta = Fields(*rope_parameters, fields.prefix() + "rope_parameters.", source)
+                            .positive_number("rope_theta", 10000.0);
+  }
+  if (const json* scaling = fields.find("rope_scaling")) {
+    if (!scaling->is_object()) fields.wrong("rope_scaling", "an object or null", scaling);
+    config.rope_scaling = parse_rope_scaling(*scaling, fields.prefix() + "rope_scaling", source);
+  } else if (rope_parameters != nullptr &&
+             (rope_parameters->contains("rope_type") || rope_parameters->contains("type"))) {
+    config.rope_scaling = parse_rope_scaling(*rope_parameters, fields.prefix() + "rope_parameters", source);
+  }
+
+  std::vector<int> bos = fields.token_ids("bos_token_id");
+  if (bos.empty() && nested) bos = top.token_ids("bos_token_id");
+  if (bos.size() > 1) fields.wrong("bos_token_id", "a single token id", fields.find("bos_token_id"));
+  if (!bos.empty()) config.bos_token_id = bos[0];
+  config.eos_token_ids = fields.token_ids("eos_token_id");
+  if (nested) append_unique(config.eos_token_ids, top.token_ids("eos_token_id"));
+  check_ids_in_vocab(config.eos_token_ids, "eos_token_id", config, source);
+  if (config.bos_token_id) check_ids_in_vocab({*config.bos_token_id}, "bos_token_id", config, source);
+  return config;
+}
+
+ModelConfig load_model_config(const std::filesystem::path& checkpoint_dir) {
+  namespace fs = std::filesystem;
+  const fs::path config_path = checkpoint_dir / "config.json";
+  std::error_code ec;
+  if (!fs::exists(config_path, ec)) fail(checkpoint_dir.string(), ": no config.json");
+  ModelConfig config = parse_model_config(read_json_file(config_path), config_path.string());
+
+  // generation_config.json: what generate() uses, so its BOS wins over config.json's.
+  const fs::path generation_path = checkpoint_dir / "generation_config.json";
+  if (fs::exists(generation_path, ec)) {
+    const json generation = read_json_file(generation_path);
+    if (!generation.is_object()) fail(generation_path.string(), ": expected a JSON object");
+    const std::string source = generation_path.string();
+    Fields fields(generation, "", source);
+    std::vector<int> bos = fields.token_ids("bos_token_id");
+    if (bos.size() > 1) fields.wrong("bos_token_id", "a single token id", fields.find("bos_token_id"));
+    std::vector<int> eos = fields.token_ids("eos_token_id");
+    check_ids_in_vocab(bos, "bos_token_id", config, source);
+    check_ids_in_vocab(eos, "eos_token_id", config, source);
+    if (!bos.empty()) config.bos_token_id = bos[0];
+    append_unique(config.eos_token_ids, eos);
+  }
+
+  std::optional<TokenizerIds> tokenizer;
+  const fs::path tokenizer_path = checkpoint_dir / "tokenizer.json";
+  if (fs::exists(tokenizer_path, ec)) {
+    tokenizer = read_tokenizer_ids(tokenizer_path);
+    config.tokenizer_vocab_size = tokenizer->max_id + 1;
+    // The embedding may have more rows than the tokenizer has ids (padded for efficiency); fewer is a mismatch
+    // that would index past the embedding.
+    if (tokenizer->max_id >= config.vocab_size)
+      fail(tokenizer_path.string(), ": token '", tokenizer->max_token, "' has id ", tokenizer->max_id,
+           ", outside the model's vocabulary (config.json vocab_size ", config.vocab_size,
+           "): tokenizer and checkpoint do not match");
+  }
+
+  const fs::path tokenizer_config_path = checkpoint_dir / "tokenizer_config.json";
+  if (fs::exists(tokenizer_config_path, ec)) {
+    const json tokenizer_config = read_json_file(tokenizer_config_path);
+    const std::string source = tokenizer_config_path.string();
+    if (!tokenizer_config.is_object()) fail(source, ": expected a JSON object");
+    for (const char* key : {"bos_token", "eos_token"}) {
+      std::optional<std::string> text = special_token_text(tokenizer_config, key, source);
+      if (!text) continue;
+      std::optional<int> id = resolve_token(*text, tokenizer_config, tokenizer);
+      if (!id) {
+        // Without tokenizer.json some texts cannot be resolved; with it, an unknown token is an inconsistency.
+        if (tokenizer) fail(source, ": field '", key, "': token '", *text, "' is not in tokenizer.json");
+        continue;
+      }
+      check_ids_in_vocab({*id}, key, config, source);
+      if (std::string(key) == "eos_token") {
+        append_unique(config.eos_token_ids, {*id});
+      } else if (!config.bos_token_id) {
+        config.bos_token_id = *id;
+      }
+    }
+  }
+  return config;
+}
+
+}  // namespace mi::io
