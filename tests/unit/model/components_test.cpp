@@ -1,0 +1,389 @@
+// Every model component against a straightforward double-precision computation on synthetic data, at every
+// kernel level the CPU supports.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <optional>
+#include <vector>
+
+#include "common/error.h"
+#include "kernel_levels.h"
+#include "model/attention.h"
+#include "model/embedding.h"
+#include "model/linear.h"
+#include "model/lm_head.h"
+#include "model/rms_norm.h"
+#include "model/rotary.h"
+#include "model/scratch_arena.h"
+#include "model/swiglu_mlp.h"
+#include "runtime/kv_cache.h"
+#include "runtime/thread_pool.h"
+#include "test_util.h"
+
+using mi::bf16_t;
+using mi::model::Numerics;
+using mi::runtime::ThreadPool;
+
+template <class K>
+class ModelComponents : public ::testing::Test {};
+TYPED_TEST_SUITE(ModelComponents, mi_test::KernelLevels, mi_test::KernelLevelName);
+
+// ---- linear ---------------------------------------------------------------------------------------------------
+// f32 accumulation of `cols` products: error <= ~cols * 2^-24 * sum|w x| (worst case); 1e-6 * sum|wx| * 4
+// leaves room for any summation order over cols <= 200.
+TYPED_TEST(ModelComponents, LinearPreciseAndFastMatchDoubleAndAreThreadCountIndependent) {
+  using K = TypeParam;
+  MI_SKIP_UNSUPPORTED_LEVEL(K);
+  const int rows = 37, cols = 70;
+  const auto w = mi_test::random_bf16(std::size_t(rows) * cols, 1);
+  for (int M : {1, 5}) {
+    const auto x = mi_test::random_floats(std::size_t(M) * cols, 2);
+    std::vector<double> ref, mag;
+    std::vector<float> y1(std::size_t(M) * rows), y3(y1.size());
+    ThreadPool pool1(1), pool3(3);
+
+    mi_test::reference_linear(w.data(), rows, cols, x.data(), M, ref, mag);
+    mi::model::linear<K>(pool1, w.data(), rows, cols, x.data(), M, y1.data());
+    mi::model::linear<K>(pool3, w.data(), rows, cols, x.data(), M, y3.data());
+    for (std::size_t i = 0; i < y1.size(); ++i) {
+      ASSERT_NEAR(y1[i], ref[i], 4e-6 * mag[i] + 1e-30) << "precise M=" << M << " i=" << i;
+      ASSERT_EQ(y1[i], y3[i]) << "thread count changed the result";
+    }
+
+    // fast: the reference uses the bf16-rounded activations, so only accumulation error remains.
+    std::vector<bf16_t> xb(x.size());
+    const bf16_t* xin = mi::model::matmul_input<K, Numerics::fast>(pool3, x.data(), x.size(), xb.data());
+    const auto xr = mi_test::bf16_rounded(x.data(), x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(mi::bf16_to_f32(xin[i]), xr[i]);
+    mi_test::reference_linear(w.data(), rows, cols, xr.data(), M, ref, mag);
+    mi::model::linear<K>(pool3, w.data(), rows, cols, xin, M, y3.data());
+    for (std::size_t i = 0; i < y3.size(); ++i) ASSERT_NEAR(y3[i], ref[i], 4e-6 * mag[i] + 1e-30) << "fast " << i;
+  }
+}
+
+TYPED_TEST(ModelComponents, LinearWithF32Weights) {
+  using K = TypeParam;
+  MI_SKIP_UNSUPPORTED_LEVEL(K);
+  const int rows = 20, cols = 33, M = 3;
+  const auto w = mi_test::random_floats(std::size_t(rows) * cols, 3);
+  const auto x = mi_test::random_floats(std::size_t(M) * cols, 4);
+  std::vector<double> ref, mag;
+  mi_test::reference_linear(w.data(), rows, cols, x.data(), M, ref, mag);
+  std::vector<float> y(std::size_t(M) * rows);
+  ThreadPool pool(2);
+  mi::model::linear<K>(pool, w.data(), rows, cols, x.data(), M, y.data());
+  for (std::size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], ref[i], 4e-6 * mag[i]);
+}
+
+// ---- embedding -----------------------------------------------------------------------------------------------
+TEST(Embedding, CopiesRowsExactlyAndRejectsBadIds) {
+  const int vocab = 11, hidden = 6;
+  const auto table = mi_test::random_bf16(std::size_t(vocab) * hidden, 5);
+  const int ids[] = {3, 0, 10, 3};
+  std::vector<float> out(4 * hidden);
+  mi::model::embed_tokens(table.data(), vocab, hidden, ids, 4, out.data());
+  for (int t = 0; t < 4; ++t)
+    for (int i = 0; i < hidden; ++i)
+      EXPECT_EQ(out[std::size_t(t) * hidden + i], mi::bf16_to_f32(table[std::size_t(ids[t]) * hidden + i]));
+  const int bad[] = {1, 11};
+  EXPECT_THROW(mi::model::embed_tokens(table.data(), vocab, hidden, bad, 2, out.data()), mi::Error);
+  const int negative[] = {-1};
+  EXPECT_THROW(mi::model::embed_tokens(table.data(), vocab, hidden, negative, 1, out.data()), mi::Error);
+}
+
+// ---- RMSNorm ---------------------------------------------------------------------------------------------------
+TYPED_TEST(ModelComponents, RmsNormRowsAndPerHead) {
+  using K = TypeParam;
+  MI_SKIP_UNSUPPORTED_LEVEL(K);
+  ThreadPool pool(2);
+  const int rows = 5, hidden = 96;
+  const auto x = mi_test::random_floats(std::size_t(rows) * hidden, 6, 3.0f);
+  const auto wb = mi_test::random_bf16(hidden, 7);
+  const std::vector<float> w = mi::model::widen_norm_weight(wb.data(), hidden);
+  for (int i = 0; i < hidden; ++i) ASSERT_EQ(w[std::size_t(i)], mi::bf16_to_f32(wb[std::size_t(i)]));
+  std::vector<float> y(x.size());
+  mi::model::rms_norm_rows<K>(pool, x.data(), w.data(), y.data(), rows, hidden, 1e-6f);
+  for (int r = 0; r < rows; ++r) {
+    const auto ref = mi_test::reference_rms_norm(x.data() + r * hidden, w.data(), hidden, 1e-6);
+    for (int i = 0; i < hidden; ++i)
+      ASSERT_NEAR(y[std::size_t(r) * hidden + i], ref[std::size_t(i)], 2e-6 * std::fabs(ref[std::size_t(i)]) + 1e-7);
+  }
+  // Per head: 3 heads of 32, one shared weight of 32.
+  const int heads = 3, head_dim = 32;
+  mi::model::head_rms_norm<K>(pool, x.data(), w.data(), y.data(), rows, heads, head_dim, 1e-6f);
+  for (int r = 0; r < rows; ++r)
+    for (int h = 0; h < heads; ++h) {
+      const std::size_t off = std::size_t(r) * hidden + std::size_t(h) * head_dim;
+      const auto ref = mi_test::reference_rms_norm(x.data() + off, w.data(), head_dim, 1e-6);
+      for (int i = 0; i < head_dim; ++i)
+        ASSERT_NEAR(y[off + i], ref[std::size_t(i)], 2e-6 * std::fabs(ref[std::size_t(i)]) + 1e-7);
+    }
+}
+
+// ---- rotary ----------------------------------------------------------------------------------------------------
+TEST(Rotary, InverseFrequenciesFollowTheFormula) {
+  const auto f = mi::model::rotary_inv_freq(64, 1e6, std::nullopt);
+  ASSERT_EQ(f.size(), 32u);
+  for (int i = 0; i < 32; ++i) EXPECT_NEAR(f[std::size_t(i)], std::exp(-std::log(1e6) * (2.0 * i) / 64.0), 1e-15);
+  EXPECT_THROW(mi::model::rotary_inv_freq(31, 1e4, std::nullopt), mi::Error);
+  EXPECT_THROW(mi::model::rotary_inv_freq(32, -1, std::nullopt), mi::Error);
+}
+
+// Llama 3.1 (8B) settings: theta 500000, head_dim 128, factor 8, low 1, high 4, original context 8192.
+// Checked region by region against the published rule: wavelengths shorter than 8192/4 = 2048 keep their
+// frequency, longer than 8192/1 are divided by 8, in between the frequency is interpolated linearly in
+// (8192 / wavelength) between f/8 (at 1) and f (at 4).
+TEST(Rotary, Llama3FrequencyScaling) {
+  const mi::model::Llama3RopeScaling s{8.0, 1.0, 4.0, 8192};
+  const auto plain = mi::model::rotary_inv_freq(128, 500000.0, std::nullopt);
+  const auto scaled = mi::model::rotary_inv_freq(128, 500000.0, s);
+  int kept = 0, divided = 0, blended = 0;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    const double wavelength = 2 * std::numbers::pi / plain[i];
+    if (wavelength < 2048) {
+      EXPECT_EQ(scaled[i], plain[i]);
+      ++kept;
+    } else if (wavelength > 8192) {
+      EXPECT_NEAR(scaled[i], plain[i] / 8, 1e-18);
+      ++divided;
+    } else {
+      const double ratio = 8192 / wavelength;  // in [1, 4]
+      const double t = (ratio - 1) / 3;
+      EXPECT_NEAR(scaled[i], plain[i] / 8 + t * (plain[i] - plain[i] / 8), 1e-15 * plain[i]);
+      EXPECT_LE(scaled[i], plain[i]);
+      EXPECT_GE(scaled[i], plain[i] / 8);
+      ++blended;
+    }
+  }
+  // All three regions occur for these settings.
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(divided, 0);
+  EXPECT_GT(blended, 0);
+  EXPECT_EQ(scaled[0], 1.0);  // i = 0: frequency 1, wavelength 2*pi
+  EXPECT_THROW(mi::model::rotary_inv_freq(128, 5e5, mi::model::Llama3RopeScaling{8.0, 4.0, 1.0, 8192}), mi::Error);
+}
+
+TYPED_TEST(ModelComponents, RotaryRotatesEveryHeadAtItsPosition) {
+  using K = TypeParam;
+  MI_SKIP_UNSUPPORTED_LEVEL(K);
+  ThreadPool pool(2);
+  for (int head_dim : {32, 64, 128}) {
+    const int heads = 3, rows = 6, first = 300, max_pos = 512;
+    const double theta = 1e6;
+    const mi::model::RotaryTable table(head_dim, max_pos, theta, std::nullopt);
+    const std::size_t stride = std::size_t(heads) * head_dim + 5;  // padded rows
+    auto x = mi_test::random_floats(std::size_t(rows) * stride, 8);
+    const auto x0 = x;
+    mi::model::apply_rotary<K>(pool, table, x.data(), rows, stride, heads, head_dim, first);
+    const int half = head_dim / 2;
+    for (int r = 0; r < rows; ++r) {
+      for (int h = 0; h < heads; ++h) {
+        const std::size_t o = std::size_t(r) * stride + std::size_t(h) * head_dim;
+        for (int i = 0; i < half; ++i) {
+          const double angle = double(first + r) * std::pow(theta, -2.0 * i / head_dim);
+          const double a = x0[o + i], b = x0[o + i + half];
+          // f32 angle: |pos * inv_freq| <= 305 has an f32 rounding of ~2e-5, hence the tolerance.
+          ASSERT_NEAR(x[o + i], a * std::cos(angle) - b * std::sin(angle), 1e-4);
+          ASSERT_NEAR(x[o + i + half], b * std::cos(angle) + a * std::sin(angle), 1e-4);
+        }
+      }
+      for (std::size_t pad = std::size_t(heads) * head_dim; pad < stride; ++pad)
+        ASSERT_EQ(x[std::size_t(r) * stride + pad], x0[std::size_t(r) * stride + pad]);  // padding untouched
+    }
+    EXPECT_THROW(mi::model::apply_rotary<K>(pool, table, x.data(), rows, stride, heads, head_dim, 510), mi::Error);
+  }
+}
+
+// ---- attention -------------------------------------------------------------------------------------------------
+namespace {
+// Full causal GQA attention in double over all n tokens: q [n, H*D], k/v [n, KV*D] -> out [n, H*D].
+std::vector<double> reference_attention(const std::vector<float>& q, const std::vector<float>& k,
+                                        const std::vector<float>& v, int n, int heads, int kv_heads, int d) {
+  std::vector<double> out(std::size_t(n) * heads * d, 0.0);
+  const int group = heads / kv_heads;
+  for (int t = 0; t < n; ++t)
+    for (int h = 0; h < heads; ++h) {
+      const int g = h / group;
+      std::vector<double> s(std::size_t(t) + 1);
+      double mx = -1e300;
+      for (int j = 0; j <= t; ++j) {
+        double acc = 0;
+        for (int i = 0; i < d; ++i)
+          acc += double(q[(std::size_t(t) * heads + h) * d + i]) * k[(std::size_t(j) * kv_heads + g) * d + i];
+        s[std::size_t(j)] = acc / std::sqrt(double(d));
+        mx = std::max(mx, s[std::size_t(j)]);
+      }
+      double sum = 0;
+      for (auto& e : s) sum += (e = std::exp(e - mx));
+      for (int j = 0; j <= t; ++j)
+        for (int i = 0; i < d; ++i)
+          out[(std::size_t(t) * heads + h) * d + i] += s[std::size_t(j)] / sum * v[(std::size_t(j) * kv_heads + g) * d + i];
+    }
+  return out;
+}
+}  // namespace
+
+TYPED_TEST(ModelComponents, AttentionMatchesDoubleForGqaRatiosAndHeadDims) {
+  using K = TypeParam;
+  MI_SKIP_UNSUPPORTED_LEVEL(K);
+  ThreadPool pool(3);
+  const int n = 13;
+  for (int head_dim : {32, 64, 128}) {
+    for (int ratio : {1, 2, 4, 8}) {
+      const int kv_heads = ratio == 8 ? 1 : 2, heads = kv_heads * ratio;
+      const auto q = mi_test::random_floats(std::size_t(n) * heads * head_dim, 10, 0.5f);
+      const auto k = mi_test::random_floats(std::size_t(n) * kv_heads * head_dim, 11, 0.5f);
+      const auto v = mi_test::random_floats(std::size_t(n) * kv_heads * head_dim, 12);
+      const auto ref = reference_attention(q, k, v, n, heads, kv_heads, head_dim);
+
+      mi::runtime::KvCache cache({2, kv_heads, head_dim, 1, 32, 4});
+      const int seq = cache.allocate_sequence();
+      const int layer = 1;
+      const mi::model::AttentionDims dims{heads, kv_heads, head_dim};
+      std::vector<float> scores(mi::model::attention_scratch_floats(pool.threads(), 32));
+      std::vector<float> out(q.size());
+      const int start = cache.append(seq, n);
+      mi::model::store_kv(cache, seq, layer, start, n, k.data(), v.data(), kv_heads, head_dim);
+      mi::model::causal_attention<K>(pool, cache, seq, layer, dims, q.data(), n, 0, out.data(), scores.data());
+      for (std::size_t i = 0; i < out.size(); ++i)
+        ASSERT_NEAR(out[i], ref[i], 2e-5) << "head_dim " << head_dim << " ratio " << ratio << " i " << i;
+    }
+  }
+}
+
+// Prefill of 7 tokens, then 3 single-token decodes, then a 3-token prefill on top of the cache: every output
+// equals one causal pass over all 13 tokens, bit for bit (each query's computation is the same either way).
+TYPED_TEST(ModelComponents, AttentionPrefillThenDecodeEqualsFullRecompute) {
+  using K = TypeParam;
+  MI_SKIP_UNSUPPORTED_LEVEL(K);
+  ThreadPool pool(2);
+  const int n = 13, heads = 4, kv_heads = 2, head_dim = 32;
+  const std::size_t qrow = std::size_t(heads) * head_dim, kvrow = std::size_t(kv_heads) * head_dim;
+  const auto q = mi_test::random_floats(n * qrow, 20);
+  const auto k = mi_test::random_floats(n * kvrow, 21);
+  const auto v = mi_test::random_floats(n * kvrow, 22);
+  const mi::model::AttentionDims dims{heads, kv_heads, head_dim};
+  std::vector<float> scores(mi::model::attention_scratch_floats(pool.threads(), 16));
+
+  mi::runtime::KvCache full_cache({1, kv_heads, head_dim, 2, 16, 4});
+  const int full = full_cache.allocate_sequence();
+  std::vector<float> expected(n * qrow);
+  full_cache.append(full, n);
+  mi::model::store_kv(full_cache, full, 0, 0, n, k.data(), v.data(), kv_heads, head_dim);
+  mi::model::causal_attention<K>(pool, full_cache, full, 0, dims, q.data(), n, 0, expected.data(), scores.data());
+
+  // A second sequence in another cache, filled step by step (another sequence alive first, so blocks interleave).
+  mi::runtime::KvCache cache({1, kv_heads, head_dim, 2, 16, 4});
+  const int other = cache.allocate_sequence();
+  const int seq = cache.allocate_sequence();
+  std::vector<float> got(n * qrow);
+  for (int steps : {7, 1, 1, 1, 3}) {
+    cache.append(other, 1);
+    const int start = cache.append(seq, steps);
+    mi::model::store_kv(cache, seq, 0, start, steps, k.data() + start * kvrow, v.data() + start * kvrow, kv_heads,
+                        head_dim);
+    mi::model::causal_attention<K>(pool, cache, seq, 0, dims, q.data() + start * qrow, steps, start,
+                                   got.data() + start * qrow, scores.data());
+  }
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << i;
+}
+
+TEST(Attention, RejectsInconsistentShapes) {
+  ThreadPool pool(1);
+  mi::runtime::KvCache cache({1, 2, 8, 1, 8, 4});
+  const int seq = cache.allocate_sequence();
+  std::vector<float> q(64), out(64), scores(8);
+  EXPECT_THROW(mi::model::causal_attention<mi::kernels::Scalar>(pool, cache, seq, 0, {3, 2, 8}, q.data(), 1, 0,
+                                                                out.data(), scores.data()),
+               mi::Error);  // 3 heads over 2 kv heads
+  EXPECT_THROW(mi::model::causal_attention<mi::kernels::Scalar>(pool, cache, seq, 0, {4, 2, 8}, q.data(), 1, 0,
+                                                                out.data(), scores.data()),
+               mi::Error);  // position 0 not appended
+}
+
+// ---- SwiGLU MLP --------------------------------------------------------------------------------------------
+TYPED_TEST(ModelComponents, SwigluMlpPreciseAndFast) {
+  using K = TypeParam;
+  MI_SKIP_UNSUPPORTED_LEVEL(K);
+  ThreadPool pool(2);
+  const int hidden = 48, inter = 80, M = 3;
+  const auto gate = mi_test::random_bf16(std::size_t(inter) * hidden, 30, 0.2f);
+  const auto up = mi_test::random_bf16(std::size_t(inter) * hidden, 31, 0.2f);
+  const auto down = mi_test::random_bf16(std::size_t(hidden) * inter, 32, 0.2f);
+  const auto x = mi_test::random_floats(std::size_t(M) * hidden, 33);
+
+  auto reference = [&](bool round_to_bf16) {
+    const std::vector<float> xs = round_to_bf16 ? mi_test::bf16_rounded(x.data(), x.size()) : x;
+    std::vector<double> g, u, mag;
+    mi_test::reference_linear(gate.data(), inter, hidden, xs.data(), M, g, mag);
+    mi_test::reference_linear(up.data(), inter, hidden, xs.data(), M, u, mag);
+    std::vector<float> act(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) act[i] = float(g[i] / (1 + std::exp(-g[i])) * u[i]);
+    if (round_to_bf16) act = mi_test::bf16_rounded(act.data(), act.size());
+    std::vector<double> y;
+    mi_test::reference_linear(down.data(), hidden, inter, act.data(), M, y, mag);
+    return y;
+  };
+
+  std::vector<float> g(std::size_t(M) * inter), u(g.size()), a(g.size()), out(std::size_t(M) * hidden);
+  {
+    const mi::model::MlpScratch<Numerics::precise> s{g.data(), u.data(), a.data(), nullptr, nullptr};
+    mi::model::swiglu_mlp<K, Numerics::precise>(pool, gate.data(), up.data(), down.data(), hidden, inter, x.data(),
+                                                M, out.data(), s);
+    const auto ref = reference(false);
+    for (std::size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref[i], 2e-5) << i;
+  }
+  {
+    std::vector<bf16_t> xb(x.size()), ab(g.size());
+    const mi::model::MlpScratch<Numerics::fast> s{g.data(), u.data(), a.data(), xb.data(), ab.data()};
+    mi::model::swiglu_mlp<K, Numerics::fast>(pool, gate.data(), up.data(), down.data(), hidden, inter, x.data(), M,
+                                             out.data(), s);
+    const auto ref = reference(true);
+    // The activation product can round to the neighbouring bf16 value when f32 and double straddle a rounding
+    // boundary: one bf16 ulp (2^-8 relative) of one |act| <~ 1 times |down| <~ 0.6 bounds that at ~3e-3.
+    for (std::size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref[i], 3e-3) << i;
+  }
+}
+
+// ---- LM head ---------------------------------------------------------------------------------------------------
+TYPED_TEST(ModelComponents, LmHeadAndGreedyToken) {
+  using K = TypeParam;
+  MI_SKIP_UNSUPPORTED_LEVEL(K);
+  ThreadPool pool(2);
+  const int vocab = 50, hidden = 24;
+  const auto table = mi_test::random_bf16(std::size_t(vocab) * hidden, 40);
+  const auto x = mi_test::random_floats(hidden, 41);
+  std::vector<double> ref, mag;
+  mi_test::reference_linear(table.data(), vocab, hidden, x.data(), 1, ref, mag);
+  std::vector<float> logits(vocab);
+  mi::model::lm_head<K>(pool, table.data(), vocab, hidden, x.data(), 1, logits.data());
+  int best = 0;
+  for (int i = 0; i < vocab; ++i) {
+    ASSERT_NEAR(logits[std::size_t(i)], ref[std::size_t(i)], 4e-6 * mag[std::size_t(i)]);
+    if (ref[std::size_t(i)] > ref[std::size_t(best)]) best = i;
+  }
+  EXPECT_EQ(mi::model::greedy_token(logits.data(), vocab), best);
+}
+
+TEST(LmHead, GreedyTokenTakesTheFirstMaximum) {
+  const float logits[] = {1.0f, 3.0f, -2.0f, 3.0f};
+  EXPECT_EQ(mi::model::greedy_token(logits, 4), 1);
+}
+
+// ---- scratch arena --------------------------------------------------------------------------------------------
+TEST(ScratchArena, AlignedBumpAllocationWithinThePlan) {
+  mi::model::ScratchPlan plan;
+  plan.add<float>(10).add<bf16_t>(3).add<float>(100);
+  EXPECT_EQ(plan.bytes, 64u + 64u + 448u);
+  mi::model::ScratchArena arena(plan.bytes);
+  float* a = arena.take<float>(10);
+  bf16_t* b = arena.take<bf16_t>(3);
+  float* c = arena.take<float>(100);
+  for (const void* p : {static_cast<const void*>(a), static_cast<const void*>(b), static_cast<const void*>(c)})
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u);
+  EXPECT_EQ(arena.used(), plan.bytes);
+  EXPECT_THROW(arena.take<float>(1), mi::Error);
+  arena.reset();
+  EXPECT_EQ(arena.take<float>(10), a);
+}
