@@ -1,0 +1,389 @@
+// The AVX2 level. Same algorithms as the AVX-512 level (kernels/avx512/avx512_impl.h explains them), with 8-lane
+// vectors and without mask registers: column tails are scalar loops, packed-panel edges are filled element-wise.
+// Intrinsics semantics: Intel Intrinsics Guide / Intel SDM vol. 2.
+#include "kernels/avx2/avx2.h"
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace mi::kernels {
+namespace {
+using std::size_t;
+
+// ---- loads ------------------------------------------------------------------------------------------------
+// Local scalar helpers instead of mi::bf16_to_f32 / mi::f32_to_bf16: an inline function from a shared header
+// compiled here with AVX2 flags could be the copy the linker keeps for the whole program.
+inline float widen1(float v) { return v; }
+inline float widen1(bf16_t v) {
+  const uint32_t u = uint32_t(v.bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint16_t round1(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+inline __m256 widen_bf16(__m128i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)); }
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const bf16_t* p) { return widen_bf16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Lanes [0, n) of an 8-lane mask for maskload/maskstore (n clamped to [0, 8]).
+inline __m256i lane_mask(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// ---- exp (same method and bound as avx512_impl::exp_ps) -----------------------------------------------------
+inline __m256 exp_ps(__m256 x) {
+  x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);  // NaN propagates: MAXPS/MINPS return the second operand
+  x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723212e-6f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i ni = _mm256_cvtps_epi32(n);
+  const __m256i n1 = _mm256_srai_epi32(ni, 1);
+  const __m256i n2 = _mm256_sub_epi32(ni, n1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+// ---- decode: dot form, R rows x 1 token, 2R accumulators ---------------------------------------------------
+template <int R, class W, class X>
+inline void dot_block(const W* w, size_t ld, const X* x, float* y, int cols) {
+  __m256 acc0[R], acc1[R];
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+  int c = 0;
+  for (; c + 16 <= cols; c += 16) {
+    const __m256 x0 = load8(x + c), x1 = load8(x + c + 8);
+    for (int r = 0; r < R; ++r) {
+      acc0[r] = _mm256_fmadd_ps(load8(w + r * ld + c), x0, acc0[r]);
+      acc1[r] = _mm256_fmadd_ps(load8(w + r * ld + c + 8), x1, acc1[r]);
+    }
+  }
+  if (c + 8 <= cols) {
+    const __m256 x0 = load8(x + c);
+    for (int r = 0; r < R; ++r) acc0[r] = _mm256_fmadd_ps(load8(w + r * ld + c), x0, acc0[r]);
+    c += 8;
+  }
+  for (int r = 0; r < R; ++r) {
+    float s = hsum(_mm256_add_ps(acc0[r], acc1[r]));
+    for (int k = c; k < cols; ++k) s += widen1(w[r * ld + k]) * widen1(x[k]);  // scalar tail (< 8 columns)
+    y[r] = s;
+  }
+}
+
+template <class W, class X>
+inline void matvec(const W* w, size_t ld, const X* x, float* y, int rows, int cols) {
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) dot_block<4>(w + size_t(r) * ld, ld, x, y + r, cols);
+  for (; r < rows; ++r) dot_block<1>(w + size_t(r) * ld, ld, x, y + r, cols);
+}
+
+// ---- prefill: outer-product micro-kernel 6 tokens x 16 rows (12 accumulators of the 16 ymm registers) --------
+constexpr int kNR = 16;
+constexpr int kMR = 6;
+constexpr int kKC = 256;
+constexpr int kMC = 120;
+constexpr int kMinTokensForBlocking = 3;
+
+// 8x8 transpose of 32-bit elements: t[i] lane j -> t[j] lane i.
+inline void transpose8x8(__m256 t[8]) {
+  __m256 u[8];
+  for (int q = 0; q < 2; ++q) {
+    const __m256 a0 = _mm256_unpacklo_ps(t[4 * q + 0], t[4 * q + 1]);
+    const __m256 a1 = _mm256_unpackhi_ps(t[4 * q + 0], t[4 * q + 1]);
+    const __m256 a2 = _mm256_unpacklo_ps(t[4 * q + 2], t[4 * q + 3]);
+    const __m256 a3 = _mm256_unpackhi_ps(t[4 * q + 2], t[4 * q + 3]);
+    u[4 * q + 0] = _mm256_shuffle_ps(a0, a2, 0x44);
+    u[4 * q + 1] = _mm256_shuffle_ps(a0, a2, 0xEE);
+    u[4 * q + 2] = _mm256_shuffle_ps(a1, a3, 0x44);
+    u[4 * q + 3] = _mm256_shuffle_ps(a1, a3, 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    t[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+    t[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+  }
+}
+
+// dst[k*16 + r] = W[r, k] as f32 for r < nr, k < kc; rows nr..15 are zero. Full 8x8 tiles go through registers,
+// edge tiles element by element.
+template <class W>
+inline void pack_panel(const W* w, size_t ld, int nr, int kc, float* dst) {
+  for (int r0 = 0; r0 < kNR; r0 += 8) {
+    for (int k = 0; k < kc; k += 8) {
+      if (r0 + 8 <= nr && k + 8 <= kc) {
+        __m256 t[8];
+        for (int i = 0; i < 8; ++i) t[i] = load8(w + size_t(r0 + i) * ld + k);
+        transpose8x8(t);
+        for (int j = 0; j < 8; ++j) _mm256_store_ps(dst + size_t(k + j) * kNR + r0, t[j]);
+      } else {
+        const int kn = kc - k < 8 ? kc - k : 8;
+        for (int j = 0; j < kn; ++j)
+          for (int i = 0; i < 8; ++i)
+            dst[size_t(k + j) * kNR + r0 + i] = r0 + i < nr ? widen1(w[size_t(r0 + i) * ld + k + j]) : 0.0f;
+      }
+    }
+  }
+}
+
+template <int MR>
+inline void micro(const float* panel, const float* x, size_t ldx, int kc, float* y, size_t ldy, int nr,
+                  bool accumulate) {
+  __m256 c0[MR], c1[MR];
+  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm256_setzero_ps();
+  for (int k = 0; k < kc; ++k) {
+    const __m256 w0 = _mm256_load_ps(panel + size_t(k) * kNR);
+    const __m256 w1 = _mm256_load_ps(panel + size_t(k) * kNR + 8);
+    for (int i = 0; i < MR; ++i) {
+      const __m256 xb = _mm256_broadcast_ss(x + i * ldx + k);
+      c0[i] = _mm256_fmadd_ps(w0, xb, c0[i]);
+      c1[i] = _mm256_fmadd_ps(w1, xb, c1[i]);
+    }
+  }
+  if (nr == kNR) {
+    for (int i = 0; i < MR; ++i) {
+      float* yi = y + i * ldy;
+      if (accumulate) {
+        c0[i] = _mm256_add_ps(c0[i], _mm256_loadu_ps(yi));
+        c1[i] = _mm256_add_ps(c1[i], _mm256_loadu_ps(yi + 8));
+      }
+      _mm256_storeu_ps(yi, c0[i]);
+      _mm256_storeu_ps(yi + 8, c1[i]);
+    }
+  } else {
+    const __m256i m0 = lane_mask(nr), m1 = lane_mask(nr - 8);
+    for (int i = 0; i < MR; ++i) {
+      float* yi = y + i * ldy;
+      if (accumulate) {
+        c0[i] = _mm256_add_ps(c0[i], _mm256_maskload_ps(yi, m0));
+        c1[i] = _mm256_add_ps(c1[i], _mm256_maskload_ps(yi + 8, m1));
+      }
+      _mm256_maskstore_ps(yi, m0, c0[i]);
+      _mm256_maskstore_ps(yi + 8, m1, c1[i]);
+    }
+  }
+}
+
+inline void micro_dispatch(int mr, const float* panel, const float* x, size_t ldx, int kc, float* y, size_t ldy,
+                           int nr, bool accumulate) {
+  switch (mr) {
+    case 1: micro<1>(panel, x, ldx, kc, y, ldy, nr, accumulate); break;
+    case 2: micro<2>(panel, x, ldx, kc, y, ldy, nr, accumulate); break;
+    case 3: micro<3>(panel, x, ldx, kc, y, ldy, nr, accumulate); break;
+    case 4: micro<4>(panel, x, ldx, kc, y, ldy, nr, accumulate); break;
+    case 5: micro<5>(panel, x, ldx, kc, y, ldy, nr, accumulate); break;
+    case 6: micro<6>(panel, x, ldx, kc, y, ldy, nr, accumulate); break;
+    default: break;
+  }
+}
+
+inline const float* x_as_f32(const float* x, size_t ldx, int, int, float*, size_t& ld_out) {
+  ld_out = ldx;
+  return x;
+}
+inline const float* x_as_f32(const bf16_t* x, size_t ldx, int mr, int kc, float* buf, size_t& ld_out) {
+  for (int i = 0; i < mr; ++i) {
+    int k = 0;
+    for (; k + 8 <= kc; k += 8) _mm256_storeu_ps(buf + size_t(i) * kKC + k, load8(x + i * ldx + k));
+    for (; k < kc; ++k) buf[size_t(i) * kKC + k] = widen1(x[i * ldx + k]);
+  }
+  ld_out = kKC;
+  return buf;
+}
+
+// Stack use: 16 KiB packed panel + 6 KiB widened activations (bf16 X only).
+template <class W, class X>
+inline void matmul(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int M, int rows, int cols) {
+  if (M <= 0 || rows <= 0) return;
+  if (cols <= 0) {
+    for (int m = 0; m < M; ++m)
+      for (int r = 0; r < rows; ++r) y[size_t(m) * ldy + r] = 0.0f;
+    return;
+  }
+  if (M < kMinTokensForBlocking) {  // too few tokens to pay for packing: one decode pass per token
+    for (int m = 0; m < M; ++m) matvec(w, ld, x + size_t(m) * ldx, y + size_t(m) * ldy, rows, cols);
+    return;
+  }
+  alignas(32) float panel[kKC * kNR];
+  alignas(32) float xbuf[kMR * kKC];
+  for (int m0 = 0; m0 < M; m0 += kMC) {
+    const int mc = M - m0 < kMC ? M - m0 : kMC;
+    for (int r0 = 0; r0 < rows; r0 += kNR) {
+      const int nr = rows - r0 < kNR ? rows - r0 : kNR;
+      for (int k0 = 0; k0 < cols; k0 += kKC) {
+        const int kc = cols - k0 < kKC ? cols - k0 : kKC;
+        pack_panel(w + size_t(r0) * ld + k0, ld, nr, kc, panel);
+        for (int i0 = 0; i0 < mc; i0 += kMR) {
+          const int mr = mc - i0 < kMR ? mc - i0 : kMR;
+          size_t ldxf = 0;
+          const float* xf = x_as_f32(x + size_t(m0 + i0) * ldx + k0, ldx, mr, kc, xbuf, ldxf);
+          micro_dispatch(mr, panel, xf, ldxf, kc, y + size_t(m0 + i0) * ldy + r0, ldy, nr, k0 > 0);
+        }
+      }
+    }
+  }
+}
+
+// ---- element-wise -----------------------------------------------------------------------------------------
+// Round to nearest even exactly as mi::f32_to_bf16 (see avx512_impl::round_to_bf16); 16 values -> 16 bf16.
+inline __m256i round16_to_bf16(__m256 a, __m256 b) {
+  const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff), quiet = _mm256_set1_epi32(0x40);
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+  __m256i out[2];
+  const __m256 in[2] = {a, b};
+  for (int h = 0; h < 2; ++h) {
+    const __m256i u = _mm256_castps_si256(in[h]);
+    const __m256i hi = _mm256_srli_epi32(u, 16);
+    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, bias), _mm256_and_si256(hi, one)), 16);
+    const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);  // both operands >= 0
+    out[h] = _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, quiet), is_nan);
+  }
+  // packus works per 128-bit lane: [a0..3 b0..3 a4..7 b4..7]; restore order with a 64-bit permute.
+  return _mm256_permute4x64_epi64(_mm256_packus_epi32(out[0], out[1]), 0xD8);
+}
+
+}  // namespace
+
+void Avx2::matvec(const bf16_t* W, std::size_t ld, const float* x, float* y, int rows, int cols) {
+  mi::kernels::matvec(W, ld, x, y, rows, cols);
+}
+void Avx2::matvec(const float* W, std::size_t ld, const float* x, float* y, int rows, int cols) {
+  mi::kernels::matvec(W, ld, x, y, rows, cols);
+}
+void Avx2::matvec_fast(const bf16_t* W, std::size_t ld, const bf16_t* x, float* y, int rows, int cols) {
+  mi::kernels::matvec(W, ld, x, y, rows, cols);
+}
+void Avx2::matmul(const bf16_t* W, std::size_t ld, const float* X, std::size_t ldx, float* Y, std::size_t ldy, int M,
+                  int rows, int cols) {
+  mi::kernels::matmul(W, ld, X, ldx, Y, ldy, M, rows, cols);
+}
+void Avx2::matmul(const float* W, std::size_t ld, const float* X, std::size_t ldx, float* Y, std::size_t ldy, int M,
+                  int rows, int cols) {
+  mi::kernels::matmul(W, ld, X, ldx, Y, ldy, M, rows, cols);
+}
+void Avx2::matmul_fast(const bf16_t* W, std::size_t ld, const bf16_t* X, std::size_t ldx, float* Y, std::size_t ldy,
+                       int M, int rows, int cols) {
+  mi::kernels::matmul(W, ld, X, ldx, Y, ldy, M, rows, cols);
+}
+
+void Avx2::to_bf16(const float* x, bf16_t* y, int n) {
+  int i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), round16_to_bf16(_mm256_loadu_ps(x + i), _mm256_loadu_ps(x + i + 8)));
+  for (; i < n; ++i) y[i].bits = round1(x[i]);
+}
+
+float Avx2::dot(const float* a, const float* b, int n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  float s = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void Avx2::axpy(float a, const float* x, float* y, int n) {
+  const __m256 av = _mm256_set1_ps(a);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+void Avx2::add(const float* x, float* y, int n) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += x[i];
+}
+
+void Avx2::rmsnorm(const float* x, const float* w, float* y, int n, float eps) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+    acc0 = _mm256_fmadd_ps(a, a, acc0);
+    acc1 = _mm256_fmadd_ps(b, b, acc1);
+  }
+  float sum_sq = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) sum_sq += x[i] * x[i];
+  const float inv_rms = 1.0f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(sum_sq / float(n) + eps)));
+  const __m256 inv = _mm256_set1_ps(inv_rms);
+  for (i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(w + i), _mm256_mul_ps(_mm256_loadu_ps(x + i), inv)));
+  for (; i < n; ++i) y[i] = w[i] * (x[i] * inv_rms);
+}
+
+void Avx2::softmax(float* x, int n) {
+  if (n <= 0) return;
+  // Tail lanes are loaded through a mask (maskload reads nothing outside it) and padded with -inf / excluded.
+  __m256 max_v = _mm256_set1_ps(-__builtin_inff());
+  for (int i = 0; i < n; i += 8) {
+    const __m256i m = lane_mask(n - i);
+    const __m256 v = _mm256_blendv_ps(max_v, _mm256_maskload_ps(x + i, m), _mm256_castsi256_ps(m));
+    max_v = _mm256_max_ps(max_v, v);
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(max_v), _mm256_extractf128_ps(max_v, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  const __m256 mx = _mm256_set1_ps(_mm_cvtss_f32(m4));
+  __m256 sum = _mm256_setzero_ps();
+  for (int i = 0; i < n; i += 8) {
+    const __m256i m = lane_mask(n - i);
+    const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), mx)), _mm256_castsi256_ps(m));
+    _mm256_maskstore_ps(x + i, m, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  const __m256 inv = _mm256_set1_ps(1.0f / hsum(sum));
+  for (int i = 0; i < n; i += 8) {
+    const __m256i m = lane_mask(n - i);
+    _mm256_maskstore_ps(x + i, m, _mm256_mul_ps(_mm256_maskload_ps(x + i, m), inv));
+  }
+}
+
+void Avx2::silu_mul(const float* gate, const float* up, float* out, int n) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (int i = 0; i < n; i += 8) {
+    const __m256i m = lane_mask(n - i);
+    const __m256 g = _mm256_maskload_ps(gate + i, m);
+    const __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+    _mm256_maskstore_ps(out + i, m, _mm256_mul_ps(s, _mm256_maskload_ps(up + i, m)));
+  }
+}
+
+void Avx2::rope_rotate_half(float* x, const float* cos, const float* sin, int head_dim) {
+  const int half = head_dim / 2;
+  for (int i = 0; i < half; i += 8) {
+    const __m256i m = lane_mask(half - i);
+    const __m256 a = _mm256_maskload_ps(x + i, m), b = _mm256_maskload_ps(x + i + half, m);
+    const __m256 c = _mm256_maskload_ps(cos + i, m), s = _mm256_maskload_ps(sin + i, m);
+    _mm256_maskstore_ps(x + i, m, _mm256_fmsub_ps(a, c, _mm256_mul_ps(b, s)));
+    _mm256_maskstore_ps(x + i + half, m, _mm256_fmadd_ps(b, c, _mm256_mul_ps(a, s)));
+  }
+}
+
+}  // namespace mi::kernels

@@ -1,0 +1,42 @@
+// The AVX-512 level: thin entry points over kernels/avx512/avx512_impl.h (shared with the avx512bf16 level).
+#include "kernels/avx512/avx512.h"
+
+#include "kernels/avx512/avx512_impl.h"
+
+namespace mi::kernels {
+
+namespace impl = avx512_impl;
+
+void Avx512::matvec(const bf16_t* W, std::size_t ld, const float* x, float* y, int rows, int cols) {
+  impl::matvec(W, ld, x, y, rows, cols);
+}
+void Avx512::matvec(const float* W, std::size_t ld, const float* x, float* y, int rows, int cols) {
+  impl::matvec(W, ld, x, y, rows, cols);
+}
+void Avx512::matvec_fast(const bf16_t* W, std::size_t ld, const bf16_t* x, float* y, int rows, int cols) {
+  impl::matvec(W, ld, x, y, rows, cols);
+}
+void Avx512::matmul(const bf16_t* W, std::size_t ld, const float* X, std::size_t ldx, float* Y, std::size_t ldy,
+                    int M, int rows, int cols) {
+  impl::matmul(W, ld, X, ldx, Y, ldy, M, rows, cols);
+}
+void Avx512::matmul(const float* W, std::size_t ld, const float* X, std::size_t ldx, float* Y, std::size_t ldy,
+                    int M, int rows, int cols) {
+  impl::matmul(W, ld, X, ldx, Y, ldy, M, rows, cols);
+}
+void Avx512::matmul_fast(const bf16_t* W, std::size_t ld, const bf16_t* X, std::size_t ldx, float* Y,
+                         std::size_t ldy, int M, int rows, int cols) {
+  impl::matmul(W, ld, X, ldx, Y, ldy, M, rows, cols);
+}
+void Avx512::to_bf16(const float* x, bf16_t* y, int n) { impl::to_bf16(x, y, n); }
+float Avx512::dot(const float* a, const float* b, int n) { return impl::dot(a, b, n); }
+void Avx512::axpy(float a, const float* x, float* y, int n) { impl::axpy(a, x, y, n); }
+void Avx512::add(const float* x, float* y, int n) { impl::add(x, y, n); }
+void Avx512::rmsnorm(const float* x, const float* w, float* y, int n, float eps) { impl::rmsnorm(x, w, y, n, eps); }
+void Avx512::softmax(float* x, int n) { impl::softmax(x, n); }
+void Avx512::silu_mul(const float* gate, const float* up, float* out, int n) { impl::silu_mul(gate, up, out, n); }
+void Avx512::rope_rotate_half(float* x, const float* cos, const float* sin, int head_dim) {
+  impl::rope_rotate_half(x, cos, sin, head_dim);
+}
+
+}  // namespace mi::kernels

@@ -1,0 +1,402 @@
+// AVX-512 (F/BW/VL/DQ) building blocks shared by the avx512 and avx512bf16 levels: loads with bf16 widening,
+// a vector exp, dot-form (decode) and register-blocked (prefill) matrix kernels, element-wise ops.
+//
+// Include this header only from a translation unit compiled with the avx512 flags (cmake/KernelLevels.cmake).
+// Everything here has internal linkage (anonymous namespace) on purpose: the same inline functions compiled in
+// two TUs with different ISA flags must never be merged by the linker (an ODR merge could hand AVX-512-BF16 code
+// to a caller on a plain AVX-512 machine). A generated engine for avx512bf16 must therefore copy this header too.
+//
+// Intrinsics semantics: Intel Intrinsics Guide / Intel SDM vol. 2 (VFMADD231PS, VPMOVZXWD, VMOVDQU16 with
+// zero-masking: masked-off lanes are neither read nor faulted on, which is what makes the tail loads safe).
+#pragma once
+// GCC 12 reports -Wuninitialized inside its own AVX-512 headers (the _mm512_undefined_* idiom, GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "common/bf16.h"
+
+namespace mi::kernels {
+namespace {
+namespace avx512_impl {
+
+using std::size_t;
+
+// ---- loads ------------------------------------------------------------------------------------------------
+// bf16 -> f32 is exact: the bf16 bits are the upper half of the f32 (zero-extend 16->32, shift left 16).
+inline __m512 widen_bf16(__m256i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16)); }
+
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const bf16_t* p) { return widen_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline __m512 load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 load16(const bf16_t* p, __mmask16 m) { return widen_bf16(_mm256_maskz_loadu_epi16(m, p)); }
+
+// Lanes [0, n) set, n clamped to [0, 16].
+inline __mmask16 mask16(int n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
+}
+inline __mmask32 mask32(int n) {
+  return n >= 32 ? __mmask32(0xFFFFFFFFu) : n <= 0 ? __mmask32(0) : __mmask32((1u << n) - 1u);
+}
+
+// ---- exp --------------------------------------------------------------------------------------------------
+// exp(x) per lane. Range reduction (Cody & Waite): x = n*ln2 + r with n = round(x*log2(e)), |r| <= ln2/2, the
+// product n*ln2 taken in two parts (ln2_hi = float(ln2), ln2_lo = ln2 - ln2_hi) through FMA. e^r is the degree-7
+// Taylor polynomial: truncation error <= (ln2/2)^8/8! * e^r < 5.2e-9 relative (0.05 ulp). 2^n is applied as two
+// exact power-of-two factors 2^(n>>1) * 2^(n-(n>>1)), so results in the subnormal range are rounded only once and
+// overflow gives +inf. Measured against std::exp over every 64th float in [-104, 89]: max error 1 ulp
+// (tests/unit/kernels check silu_mul, which is exp element-wise, within 4 ulp of the std::exp scalar level).
+// Input clamped to [-104, 89] (exp(-104) rounds to 0, exp(89) overflows); NaN propagates (MAXPS/MINPS return the
+// second operand when either is NaN, and the constant is the first).
+inline __m512 exp_ps(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);  // ln2_hi: 12 significant bits
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723212e-6f), r);  // ln2_lo = ln2 - ln2_hi
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  const __m512i ni = _mm512_cvtps_epi32(n);  // in [-150, 129]
+  const __m512i n1 = _mm512_srai_epi32(ni, 1);
+  const __m512i n2 = _mm512_sub_epi32(ni, n1);
+  const __m512i bias = _mm512_set1_epi32(127);
+  const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
+  const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
+  return _mm512_mul_ps(_mm512_mul_ps(p, s1), s2);
+}
+
+// ---- decode: dot-form matrix kernels ------------------------------------------------------------------------
+// R weight rows x T tokens per call: every weight vector loaded from memory is used for T tokens, and 2*R*T
+// independent accumulators (two column halves) hide the FMA latency. Each output is one horizontal sum at the end.
+template <int R, int T, class W, class X>
+inline void dot_block(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int cols) {
+  __m512 acc0[T][R], acc1[T][R];
+  for (int t = 0; t < T; ++t)
+    for (int r = 0; r < R; ++r) acc0[t][r] = acc1[t][r] = _mm512_setzero_ps();
+  int c = 0;
+  for (; c + 32 <= cols; c += 32) {
+    __m512 x0[T], x1[T];
+    for (int t = 0; t < T; ++t) {
+      x0[t] = load16(x + t * ldx + c);
+      x1[t] = load16(x + t * ldx + c + 16);
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512 w0 = load16(w + r * ld + c), w1 = load16(w + r * ld + c + 16);
+      for (int t = 0; t < T; ++t) {
+        acc0[t][r] = _mm512_fmadd_ps(w0, x0[t], acc0[t][r]);
+        acc1[t][r] = _mm512_fmadd_ps(w1, x1[t], acc1[t][r]);
+      }
+    }
+  }
+  for (; c < cols; c += 16) {  // at most two masked steps
+    const __mmask16 m = mask16(cols - c);
+    __m512 x0[T];
+    for (int t = 0; t < T; ++t) x0[t] = load16(x + t * ldx + c, m);
+    for (int r = 0; r < R; ++r) {
+      const __m512 w0 = load16(w + r * ld + c, m);
+      for (int t = 0; t < T; ++t) acc0[t][r] = _mm512_fmadd_ps(w0, x0[t], acc0[t][r]);
+    }
+  }
+  for (int t = 0; t < T; ++t)
+    for (int r = 0; r < R; ++r) y[t * ldy + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t][r], acc1[t][r]));
+}
+
+// Y[t, r] for t < T over all rows: blocks of 4 rows, then single rows.
+template <int T, class W, class X>
+inline void dot_rows(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int rows, int cols) {
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) dot_block<4, T>(w + size_t(r) * ld, ld, x, ldx, y + r, ldy, cols);
+  for (; r < rows; ++r) dot_block<1, T>(w + size_t(r) * ld, ld, x, ldx, y + r, ldy, cols);
+}
+
+template <class W, class X>
+inline void matvec(const W* w, size_t ld, const X* x, float* y, int rows, int cols) {
+  dot_rows<1>(w, ld, x, 0, y, 0, rows, cols);
+}
+
+// ---- prefill: register-blocked matrix kernel ----------------------------------------------------------------
+// Outer-product form (as in BLIS, Van Zee & van de Geijn 2015): a panel of NR=32 weight rows x KC cols is packed
+// once (widened to f32, transposed to [KC][32]) and then used by every token of the current block of up to MC
+// tokens, MR=12 tokens at a time, each with 2x12 accumulators in registers. Per packed column k the micro-kernel
+// does 2 vector loads of weights, 12 broadcasts of x and 24 FMAs, so it is FMA-bound; weights are read from
+// memory once per block of MC tokens. KC keeps the packed panel (32 KiB) in L1 and the MC x KC block of X in L2.
+constexpr int kNR = 32;
+constexpr int kMR = 12;
+constexpr int kKC = 256;  // even: the bf16 pair packing of the avx512bf16 level needs pair-aligned blocks
+constexpr int kMC = 192;
+
+// Packed-panel and register-block sizes for matmul, below which the dot form streams the weights only once.
+constexpr int kMinTokensForBlocking = 4;
+
+// In-register transpose of a 16x16 block of 32-bit elements: t[i] lane j  ->  t[j] lane i.
+inline void transpose16x16(__m512 t[16]) {
+  __m512 u[16];
+  for (int q = 0; q < 4; ++q) {  // 4x4 transposes inside each 128-bit block, rows 4q..4q+3
+    const __m512 a0 = _mm512_unpacklo_ps(t[4 * q + 0], t[4 * q + 1]);
+    const __m512 a1 = _mm512_unpackhi_ps(t[4 * q + 0], t[4 * q + 1]);
+    const __m512 a2 = _mm512_unpacklo_ps(t[4 * q + 2], t[4 * q + 3]);
+    const __m512 a3 = _mm512_unpackhi_ps(t[4 * q + 2], t[4 * q + 3]);
+    u[4 * q + 0] = _mm512_shuffle_ps(a0, a2, 0x44);
+    u[4 * q + 1] = _mm512_shuffle_ps(a0, a2, 0xEE);
+    u[4 * q + 2] = _mm512_shuffle_ps(a1, a3, 0x44);
+    u[4 * q + 3] = _mm512_shuffle_ps(a1, a3, 0xEE);
+  }
+  // u[4q+j], 128-bit block b = rows 4q..4q+3 of column 4b+j; now transpose the 4x4 grid of 128-bit blocks.
+  for (int j = 0; j < 4; ++j) {
+    const __m512 s0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44);
+    const __m512 s1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xEE);
+    const __m512 s2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44);
+    const __m512 s3 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xEE);
+    t[0 + j] = _mm512_shuffle_f32x4(s0, s2, 0x88);
+    t[4 + j] = _mm512_shuffle_f32x4(s0, s2, 0xDD);
+    t[8 + j] = _mm512_shuffle_f32x4(s1, s3, 0x88);
+    t[12 + j] = _mm512_shuffle_f32x4(s1, s3, 0xDD);
+  }
+}
+
+// dst[k*32 + r] = W[r, k] as f32 for r < nr, k < kc; rows nr..31 are zero.
+template <class W>
+inline void pack_panel(const W* w, size_t ld, int nr, int kc, float* dst) {
+  for (int g = 0; g < 2; ++g) {
+    const int r0 = 16 * g;
+    for (int k = 0; k < kc; k += 16) {
+      const __mmask16 km = mask16(kc - k);
+      __m512 t[16];
+      for (int i = 0; i < 16; ++i)
+        t[i] = r0 + i < nr ? load16(w + size_t(r0 + i) * ld + k, km) : _mm512_setzero_ps();
+      transpose16x16(t);
+      const int kn = kc - k < 16 ? kc - k : 16;
+      for (int j = 0; j < kn; ++j) _mm512_store_ps(dst + size_t(k + j) * kNR + r0, t[j]);
+    }
+  }
+}
+
+// Y[i, 0..nr) (+)= sum_k x[i, k] * panel[k, :] for i < MR. x is f32 with row stride ldx.
+template <int MR>
+inline void micro_f32(const float* panel, const float* x, size_t ldx, int kc, float* y, size_t ldy, __mmask16 m0,
+                      __mmask16 m1, bool accumulate) {
+  __m512 c0[MR], c1[MR];
+  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
+  for (int k = 0; k < kc; ++k) {
+    const __m512 w0 = _mm512_load_ps(panel + size_t(k) * kNR);
+    const __m512 w1 = _mm512_load_ps(panel + size_t(k) * kNR + 16);
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xb = _mm512_set1_ps(x[i * ldx + k]);
+      c0[i] = _mm512_fmadd_ps(w0, xb, c0[i]);
+      c1[i] = _mm512_fmadd_ps(w1, xb, c1[i]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    float* yi = y + i * ldy;
+    if (accumulate) {
+      c0[i] = _mm512_add_ps(c0[i], _mm512_maskz_loadu_ps(m0, yi));
+      c1[i] = _mm512_add_ps(c1[i], _mm512_maskz_loadu_ps(m1, yi + 16));
+    }
+    _mm512_mask_storeu_ps(yi, m0, c0[i]);
+    _mm512_mask_storeu_ps(yi + 16, m1, c1[i]);
+  }
+}
+
+inline void micro_f32_dispatch(int mr, const float* panel, const float* x, size_t ldx, int kc, float* y, size_t ldy,
+                               __mmask16 m0, __mmask16 m1, bool accumulate) {
+  switch (mr) {
+#define MI_MICRO_CASE(n) \
+  case n: micro_f32<n>(panel, x, ldx, kc, y, ldy, m0, m1, accumulate); break;
+    MI_MICRO_CASE(1) MI_MICRO_CASE(2) MI_MICRO_CASE(3) MI_MICRO_CASE(4) MI_MICRO_CASE(5) MI_MICRO_CASE(6)
+    MI_MICRO_CASE(7) MI_MICRO_CASE(8) MI_MICRO_CASE(9) MI_MICRO_CASE(10) MI_MICRO_CASE(11) MI_MICRO_CASE(12)
+#undef MI_MICRO_CASE
+    default: break;
+  }
+}
+
+// Rows of X as f32 for the micro-kernel: f32 X is used in place; bf16 X is widened into `buf` ([kMR][kKC]).
+inline const float* x_as_f32(const float* x, size_t ldx, int, int, float*, size_t& ld_out) {
+  ld_out = ldx;
+  return x;
+}
+inline const float* x_as_f32(const bf16_t* x, size_t ldx, int mr, int kc, float* buf, size_t& ld_out) {
+  for (int i = 0; i < mr; ++i)
+    for (int k = 0; k < kc; k += 16) {
+      const __mmask16 m = mask16(kc - k);
+      _mm512_mask_storeu_ps(buf + size_t(i) * kKC + k, m, load16(x + i * ldx + k, m));
+    }
+  ld_out = kKC;
+  return buf;
+}
+
+// Zero-column products: Y = 0.
+inline void zero_outputs(float* y, size_t ldy, int M, int rows) {
+  for (int m = 0; m < M; ++m)
+    for (int r = 0; r < rows; ++r) y[size_t(m) * ldy + r] = 0.0f;
+}
+
+template <class W, class X>
+inline void matmul_dot(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int M, int rows,
+                       int cols) {
+  int m = 0;
+  for (; m + 3 <= M; m += 3) dot_rows<3>(w, ld, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy, ldy, rows, cols);
+  if (M - m == 2) dot_rows<2>(w, ld, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy, ldy, rows, cols);
+  if (M - m == 1) dot_rows<1>(w, ld, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy, ldy, rows, cols);
+}
+
+// Stack use: 32 KiB packed panel + 12 KiB widened activations (bf16 X only).
+template <class W, class X>
+inline void matmul(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int M, int rows, int cols) {
+  if (M <= 0 || rows <= 0) return;
+  if (cols <= 0) return zero_outputs(y, ldy, M, rows);
+  if (M < kMinTokensForBlocking) return matmul_dot(w, ld, x, ldx, y, ldy, M, rows, cols);
+  alignas(64) float panel[kKC * kNR];
+  alignas(64) float xbuf[kMR * kKC];
+  for (int m0 = 0; m0 < M; m0 += kMC) {
+    const int mc = M - m0 < kMC ? M - m0 : kMC;
+    for (int r0 = 0; r0 < rows; r0 += kNR) {
+      const int nr = rows - r0 < kNR ? rows - r0 : kNR;
+      const __mmask16 rm0 = mask16(nr), rm1 = mask16(nr - 16);
+      for (int k0 = 0; k0 < cols; k0 += kKC) {
+        const int kc = cols - k0 < kKC ? cols - k0 : kKC;
+        pack_panel(w + size_t(r0) * ld + k0, ld, nr, kc, panel);
+        for (int i0 = 0; i0 < mc; i0 += kMR) {
+          const int mr = mc - i0 < kMR ? mc - i0 : kMR;
+          size_t ldxf = 0;
+          const float* xf = x_as_f32(x + size_t(m0 + i0) * ldx + k0, ldx, mr, kc, xbuf, ldxf);
+          micro_f32_dispatch(mr, panel, xf, ldxf, kc, y + size_t(m0 + i0) * ldy + r0, ldy, rm0, rm1, k0 > 0);
+        }
+      }
+    }
+  }
+}
+
+// ---- element-wise -----------------------------------------------------------------------------------------
+// Round to nearest even exactly as mi::f32_to_bf16 (integer arithmetic, so subnormals are kept, unlike the
+// VCVTNEPS2BF16 instruction which flushes them): bits + 0x7fff + lsb, NaN -> quiet NaN (upper half | 0x40).
+inline __m256i round_to_bf16(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  const __m512i quiet_nan = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+  const __mmask16 is_nan =
+      _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+  return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(is_nan, rounded, quiet_nan));
+}
+
+inline void to_bf16(const float* x, bf16_t* y, int n) {
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = mask16(n - i);
+    _mm256_mask_storeu_epi16(y + i, m, round_to_bf16(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+inline float dot(const float* a, const float* b, int n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = mask16(n - i);
+    acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc0);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+inline void axpy(float a, const float* x, float* y, int n) {
+  const __m512 av = _mm512_set1_ps(a);
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = mask16(n - i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+inline void add(const float* x, float* y, int n) {
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = mask16(n - i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+inline void rmsnorm(const float* x, const float* w, float* y, int n, float eps) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16);
+    acc0 = _mm512_fmadd_ps(a, a, acc0);
+    acc1 = _mm512_fmadd_ps(b, b, acc1);
+  }
+  for (; i < n; i += 16) {
+    const __m512 a = _mm512_maskz_loadu_ps(mask16(n - i), x + i);
+    acc0 = _mm512_fmadd_ps(a, a, acc0);
+  }
+  const float sum_sq = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+  // Same expression as the scalar level: 1 / sqrt(mean + eps), then w * (x * inv_rms).
+  const __m128 mean = _mm_set_ss(sum_sq / float(n) + eps);
+  const float inv_rms = 1.0f / _mm_cvtss_f32(_mm_sqrt_ss(mean));
+  const __m512 inv = _mm512_set1_ps(inv_rms);
+  for (i = 0; i < n; i += 16) {
+    const __mmask16 m = mask16(n - i);
+    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + i), v));
+  }
+}
+
+inline void softmax(float* x, int n) {
+  if (n <= 0) return;
+  __m512 max_v = _mm512_set1_ps(-__builtin_inff());
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = mask16(n - i);
+    max_v = _mm512_mask_max_ps(max_v, m, max_v, _mm512_maskz_loadu_ps(m, x + i));
+  }
+  const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(max_v));
+  __m512 sum = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = mask16(n - i);
+    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), mx));
+    _mm512_mask_storeu_ps(x + i, m, e);
+    sum = _mm512_mask_add_ps(sum, m, sum, e);
+  }
+  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = mask16(n - i);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
+  }
+}
+
+inline void silu_mul(const float* gate, const float* up, float* out, int n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = mask16(n - i);
+    const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    const __m512 s = _mm512_div_ps(g, _mm512_add_ps(one, e));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
+inline void rope_rotate_half(float* x, const float* cos, const float* sin, int head_dim) {
+  const int half = head_dim / 2;
+  for (int i = 0; i < half; i += 16) {
+    const __mmask16 m = mask16(half - i);
+    const __m512 a = _mm512_maskz_loadu_ps(m, x + i), b = _mm512_maskz_loadu_ps(m, x + i + half);
+    const __m512 c = _mm512_maskz_loadu_ps(m, cos + i), s = _mm512_maskz_loadu_ps(m, sin + i);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_fmsub_ps(a, c, _mm512_mul_ps(b, s)));
+    _mm512_mask_storeu_ps(x + i + half, m, _mm512_fmadd_ps(b, c, _mm512_mul_ps(a, s)));
+  }
+}
+
+}  // namespace avx512_impl
+}  // namespace
+}  // namespace mi::kernels
+
+#pragma GCC diagnostic pop

@@ -1,0 +1,97 @@
+// Prefill kernels (matmul, matmul_fast) of every x86 level against the Scalar oracle, over token counts that
+// take the dot-form path (M < 4) and the register-blocked path (full and partial micro-tiles), odd and aligned
+// column counts (including more than one cache block of columns), row counts below, at and above one packed
+// panel, bf16 and f32 weights, and row strides ld/ldx/ldy larger than the rows they hold (NaN padding in W and
+// X; Y padding must stay untouched).
+#include "kernel_test_support.h"
+
+namespace mi::kernels::test {
+namespace {
+
+const int kCols[] = {1, 2, 7, 15, 16, 17, 33, 64, 255, 4097};
+const int kRows[] = {1, 3, 17, 64};
+const int kTokens[] = {1, 2, 5, 16, 33};
+constexpr float kYPad = -7.0f;
+
+template <class K>
+class MatmulTest : public ::testing::Test {};
+TYPED_TEST_SUITE(MatmulTest, Levels);
+
+template <class W, class X, class LevelFn, class OracleFn>
+void check_matmul_case(const char* what, int M, int rows, int cols, uint32_t seed, LevelFn level_fn,
+                       OracleFn oracle_fn) {
+  const std::size_t ld = std::size_t(cols) + 3, ldx = std::size_t(cols) + 5, ldy = std::size_t(rows) + 2;
+  const std::vector<W> w = random_matrix<W>(rows, cols, ld, seed);
+  const std::vector<X> x = random_matrix<X>(M, cols, ldx, seed + 1000);
+  std::vector<float> y(std::size_t(M) * ldy, kYPad), ref(std::size_t(M) * ldy, kYPad);
+  level_fn(w.data(), ld, x.data(), ldx, y.data(), ldy, M, rows, cols);
+  oracle_fn(w.data(), ld, x.data(), ldx, ref.data(), ldy, M, rows, cols);
+  for (int m = 0; m < M; ++m) {
+    for (int r = 0; r < rows; ++r) {
+      double sum_abs = 0;
+      for (int c = 0; c < cols; ++c)
+        sum_abs += std::fabs(as_double(w[std::size_t(r) * ld + c]) * as_double(x[std::size_t(m) * ldx + c]));
+      const std::size_t i = std::size_t(m) * ldy + r;
+      ASSERT_NEAR(y[i], ref[i], dot_bound(cols, sum_abs))
+          << what << " M=" << M << " rows=" << rows << " cols=" << cols << " m=" << m << " r=" << r;
+    }
+    for (std::size_t r = std::size_t(rows); r < ldy; ++r)
+      ASSERT_EQ(y[std::size_t(m) * ldy + r], kYPad) << what << ": wrote into Y padding, M=" << M << " rows=" << rows;
+  }
+}
+
+template <class W, class X, class LevelFn, class OracleFn>
+void check_matmul(const char* what, LevelFn level_fn, OracleFn oracle_fn) {
+  uint32_t seed = 7;
+  for (int M : kTokens)
+    for (int rows : kRows)
+      for (int cols : kCols) check_matmul_case<W, X>(what, M, rows, cols, seed++, level_fn, oracle_fn);
+  // More tokens than one token block (AVX-512: 192, AVX2: 120) and rows spanning several panels with a tail.
+  check_matmul_case<W, X>(what, 200, 45, 300, seed++, level_fn, oracle_fn);
+}
+
+TYPED_TEST(MatmulTest, Bf16WeightsF32Activations) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
+  check_matmul<bf16_t, float>(
+      "matmul(bf16)",
+      [](const bf16_t* w, std::size_t ld, const float* x, std::size_t ldx, float* y, std::size_t ldy, int M, int r,
+         int c) { K::matmul(w, ld, x, ldx, y, ldy, M, r, c); },
+      [](const bf16_t* w, std::size_t ld, const float* x, std::size_t ldx, float* y, std::size_t ldy, int M, int r,
+         int c) { Scalar::matmul(w, ld, x, ldx, y, ldy, M, r, c); });
+}
+
+TYPED_TEST(MatmulTest, F32WeightsF32Activations) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
+  check_matmul<float, float>(
+      "matmul(f32)",
+      [](const float* w, std::size_t ld, const float* x, std::size_t ldx, float* y, std::size_t ldy, int M, int r,
+         int c) { K::matmul(w, ld, x, ldx, y, ldy, M, r, c); },
+      [](const float* w, std::size_t ld, const float* x, std::size_t ldx, float* y, std::size_t ldy, int M, int r,
+         int c) { Scalar::matmul(w, ld, x, ldx, y, ldy, M, r, c); });
+}
+
+TYPED_TEST(MatmulTest, FastBf16WeightsBf16Activations) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
+  check_matmul<bf16_t, bf16_t>(
+      "matmul_fast",
+      [](const bf16_t* w, std::size_t ld, const bf16_t* x, std::size_t ldx, float* y, std::size_t ldy, int M, int r,
+         int c) { K::matmul_fast(w, ld, x, ldx, y, ldy, M, r, c); },
+      [](const bf16_t* w, std::size_t ld, const bf16_t* x, std::size_t ldx, float* y, std::size_t ldy, int M, int r,
+         int c) { Scalar::matmul_fast(w, ld, x, ldx, y, ldy, M, r, c); });
+}
+
+TYPED_TEST(MatmulTest, ZeroColumnsGiveZero) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
+  const float w[1] = {0.0f}, x[1] = {0.0f};
+  std::vector<float> y(5 * 6, 3.0f);
+  K::matmul(w, 0, x, 0, y.data(), 6, 5, 4, 0);
+  for (int m = 0; m < 5; ++m)
+    for (int r = 0; r < 6; ++r) EXPECT_EQ(y[m * 6 + r], r < 4 ? 0.0f : 3.0f);
+}
+
+}  // namespace
+}  // namespace mi::kernels::test
