@@ -24,10 +24,14 @@ struct ClassItem {
     switch (kind) {
       case kRange: in = cp >= lo && cp <= hi; break;
       case kCategory: in = (category_bit(cp) & mask) != 0; break;
-      case kSpace: in = is_regex_space(cp); break;
-      // \d and \w follow ECMAScript (ASCII only even with the u flag), like the rest of the flavour.
-      case kDigit: in = cp >= '0' && cp <= '9'; break;
-      case kWord: in = (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == '_'; break;
+      // Oniguruma's Unicode semantics (the Rust tokenizers' engine): \s = White_Space, \d = Nd, \w = word
+      // characters (approximated as letters, marks, Nd, Nl and Pc; Oniguruma uses the Alphabetic property).
+      case kSpace: in = is_white_space(cp); break;
+      case kDigit: in = (category_bit(cp) & kDecimalNumberMask) != 0; break;
+      case kWord:
+        in = (category_bit(cp) & (kLetterMask | kMarkMask | kDecimalNumberMask | kConnectorPunctuationMask |
+                                  (1u << 10))) != 0;
+        break;
     }
     return in != negated;
   }
@@ -186,10 +190,10 @@ class Parser {
       case '[': return make_char(parse_class(case_insensitive));
       case '.': {
         ++pos_;
-        // ECMAScript ".": anything but a line terminator.
+        // Oniguruma ".": anything but a newline.
         CharClass cls;
         cls.negated = true;
-        for (char32_t t : {U'\n', U'\r', U'\u2028', U'\u2029'}) cls.items.push_back({ClassItem::kRange, t, t});
+        cls.items.push_back({ClassItem::kRange, U'\n', U'\n'});
         return make_char(std::move(cls));
       }
       case '^': { ++pos_; auto n = std::make_unique<RegexNode>(); n->kind = RegexNode::kStartAnchor; return n; }

@@ -1,6 +1,6 @@
 // A small backtracking regex engine for the patterns that tokenizer.json pre-tokenizers use (Split, ByteLevel
 // use_regex). std::regex has no Unicode classes, so this implements exactly the subset those patterns need, with
-// Perl/ECMAScript semantics (leftmost match, alternatives tried in order, greedy quantifiers backtrack):
+// Perl/Oniguruma semantics (leftmost match, alternatives tried in order, greedy quantifiers backtrack):
 //
 //   alternation a|b, groups (...) (?:...) (?i:...), lookahead (?=...) (?!...), anchors ^ $,
 //   quantifiers ? * + {m} {m,} {m,n} with lazy (?) and possessive (+, single-character operands only) forms,

@@ -1,6 +1,7 @@
 // Incremental detokenization for generation: feed ids one at a time and get back text that is always valid UTF-8
 // and never ends in the middle of a character (bytes of an unfinished character are held until it completes).
-// The concatenation of all feed() results and finish() equals Tokenizer::decode of the same ids.
+// The concatenation of all feed() results and finish() equals Tokenizer::decode of the same ids (including the
+// clean_up_tokenization_spaces cleanup, for which a little text may be held back until it is final).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -22,7 +23,8 @@ class StreamDecoder {
   const Tokenizer& tokenizer_;
   bool skip_special_;
   bool first_token_ = true;
-  std::string pending_;  // decoded bytes not yet returned (at most an unfinished character)
+  std::string pending_;       // decoded bytes not yet returned (at most an unfinished character)
+  std::string pending_text_;  // with space cleanup on: valid text held until cleanup cannot change it
 };
 
 }  // namespace mi::tok

@@ -4,6 +4,7 @@
 #include "common/json_file.h"
 #include "tokenizer/added_vocabulary.h"
 #include "tokenizer/bpe_model.h"
+#include "tokenizer/cleanup_spaces.h"
 #include "tokenizer/decoder.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/post_processor.h"
@@ -21,6 +22,7 @@ struct Tokenizer::Impl {
   PostProcessor post_processor;
   Decoder decoder;
   std::optional<int32_t> bos_id, eos_id;
+  bool clean_up_spaces = false;
   size_t vocab_size = 0;
 
   void encode_plain(std::string_view text, std::vector<int32_t>* ids) const {
@@ -93,6 +95,13 @@ Tokenizer Tokenizer::from_json(const nlohmann::json& j, const nlohmann::json& co
   for (const int32_t id : tokenizer.impl_->post_processor.apply({})) {
     if (!tokenizer.is_valid_id(id)) fail(source, ": post_processor adds token id ", id, ", which is not in the vocabulary");
   }
+  if (config.is_object() && config.contains("clean_up_tokenization_spaces") &&
+      !config["clean_up_tokenization_spaces"].is_null()) {
+    if (!config["clean_up_tokenization_spaces"].is_boolean()) {
+      fail(source, ": tokenizer_config.json clean_up_tokenization_spaces: expected true or false");
+    }
+    tokenizer.impl_->clean_up_spaces = config["clean_up_tokenization_spaces"].get<bool>();
+  }
   for (const char* name : {"bos_token", "eos_token"}) {
     const auto token = config_token(config, name, source);
     if (!token) continue;
@@ -133,8 +142,11 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
     first = false;
     append_token_bytes(id, &bytes);
   }
-  return utf8_lossy(bytes);
+  std::string text = utf8_lossy(bytes);
+  return impl_->clean_up_spaces ? clean_up_tokenization_spaces(text) : text;
 }
+
+bool Tokenizer::cleans_up_tokenization_spaces() const { return impl_->clean_up_spaces; }
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
   if (auto id = impl_->added.find_content(token)) return id;

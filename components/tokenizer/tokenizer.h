@@ -33,8 +33,11 @@ class Tokenizer {
   // `text` must be valid UTF-8 (mi::Error otherwise). add_special: apply the post-processor (e.g. BOS).
   std::vector<int32_t> encode(std::string_view text, bool add_special = false) const;
 
-  // Throws mi::Error naming the first id that is not in the vocabulary.
+  // Throws mi::Error naming the first id that is not in the vocabulary. Applies the tokenizer_config.json
+  // "clean_up_tokenization_spaces" cleanup when the config enables it (see cleanup_spaces.h).
   std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
+  // tokenizer_config.json "clean_up_tokenization_spaces" (false when absent, as in current transformers).
+  bool cleans_up_tokenization_spaces() const;
 
   std::optional<int32_t> token_to_id(std::string_view token) const;
   // The token's string (byte-level alphabet for model tokens, plain content for added tokens); mi::Error if the

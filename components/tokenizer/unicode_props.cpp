@@ -82,13 +82,6 @@ CategoryMask category_mask_for_name(std::string_view name) {
   return 0;
 }
 
-bool is_regex_space(char32_t cp) {
-  if (cp <= 0x20) return cp == 0x20 || (cp >= 0x09 && cp <= 0x0D);
-  if (cp == 0xFEFF || cp == 0x2028 || cp == 0x2029) return true;
-  if (cp < 0xA0) return false;
-  return (category_bit(cp) & (1u << UTF8PROC_CATEGORY_ZS)) != 0;
-}
-
 bool is_white_space(char32_t cp) {
   if (cp <= 0x20) return cp == 0x20 || (cp >= 0x09 && cp <= 0x0D);
   switch (cp) {

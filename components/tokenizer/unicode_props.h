@@ -23,12 +23,8 @@ inline constexpr CategoryMask kNumberMask = (1u << 9) | (1u << 10) | (1u << 11);
 inline constexpr CategoryMask kDecimalNumberMask = 1u << 9;
 inline constexpr CategoryMask kConnectorPunctuationMask = 1u << 12;
 
-// `\s` of the regex flavour our golden data was produced with (ECMAScript, which @huggingface/tokenizers uses):
-// TAB, LF, VT, FF, CR, U+FEFF, every Zs (space separator), U+2028, U+2029. Note: Oniguruma (the Rust tokenizers'
-// engine) uses the White_Space property instead, which adds U+0085 and drops U+FEFF; only those two differ.
-bool is_regex_space(char32_t cp);
-
-// The Unicode White_Space property (used for added tokens' lstrip/rstrip, as Rust's char::is_whitespace).
+// The Unicode White_Space property: regex \s (as in Oniguruma, the engine of HF tokenizers; note that ECMAScript's
+// \s differs: it adds U+FEFF and lacks U+0085) and added tokens' lstrip/rstrip (Rust's char::is_whitespace).
 bool is_white_space(char32_t cp);
 
 // Simple (one-to-one) case mappings.

@@ -41,9 +41,8 @@ inline const Tokenizer* reference_tokenizer(const std::string& family) {
   return cache.emplace(family, std::move(tok)).first->second.get();
 }
 
-inline std::vector<GoldenCase> golden_cases(const std::string& family) {
-  const std::filesystem::path path =
-      std::filesystem::path(METAINFER_TEST_DATA) / "tokenizers" / (family + ".cases.jsonl");
+// Reads a cases file: one JSON object a line with text, ids, ids_with_special, decoded.
+inline std::vector<GoldenCase> read_cases(const std::filesystem::path& path) {
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << "cannot open " << path;
   std::vector<GoldenCase> cases;
@@ -57,6 +56,23 @@ inline std::vector<GoldenCase> golden_cases(const std::string& family) {
                      j.at("ids_with_special").get<std::vector<int32_t>>(), j.at("decoded").get<std::string>(), n});
   }
   return cases;
+}
+
+// The vendored golden cases (tests/data/tokenizers/<family>.cases.jsonl).
+inline std::vector<GoldenCase> golden_cases(const std::string& family) {
+  return read_cases(std::filesystem::path(METAINFER_TEST_DATA) / "tokenizers" / (family + ".cases.jsonl"));
+}
+
+// Extra cases from the same reference implementation (@huggingface/tokenizers 0.2.0) over ~300 texts chosen to
+// stress Unicode handling: whitespace kinds, digits of many scripts, combining marks, emoji sequences, special
+// tokens in odd places, decode-time space cleanup. See data/README.md for how they were produced.
+inline std::vector<GoldenCase> differential_cases(const std::string& family) {
+  return read_cases(std::filesystem::path(METAINFER_SOURCE_DIR) / "tests/unit/tokenizer/data" /
+                    (family + ".differential.jsonl"));
+}
+
+inline std::vector<GoldenCase> cases_of(const std::string& suite, const std::string& family) {
+  return suite == "golden" ? golden_cases(family) : differential_cases(family);
 }
 
 // True if `s` is valid UTF-8 (independent of the code under test: a straightforward RFC 3629 check).
