@@ -196,33 +196,6 @@ TYPED_TEST(ModelComponents, RotaryRotatesEveryHeadAtItsPosition) {
 }
 
 // ---- attention -------------------------------------------------------------------------------------------------
-namespace {
-// Full causal GQA attention in double over all n tokens: q [n, H*D], k/v [n, KV*D] -> out [n, H*D].
-std::vector<double> reference_attention(const std::vector<float>& q, const std::vector<float>& k,
-                                        const std::vector<float>& v, int n, int heads, int kv_heads, int d) {
-  std::vector<double> out(std::size_t(n) * heads * d, 0.0);
-  const int group = heads / kv_heads;
-  for (int t = 0; t < n; ++t)
-    for (int h = 0; h < heads; ++h) {
-      const int g = h / group;
-      std::vector<double> s(std::size_t(t) + 1);
-      double mx = -1e300;
-      for (int j = 0; j <= t; ++j) {
-        double acc = 0;
-        for (int i = 0; i < d; ++i)
-          acc += double(q[(std::size_t(t) * heads + h) * d + i]) * k[(std::size_t(j) * kv_heads + g) * d + i];
-        s[std::size_t(j)] = acc / std::sqrt(double(d));
-        mx = std::max(mx, s[std::size_t(j)]);
-      }
-      double sum = 0;
-      for (auto& e : s) sum += (e = std::exp(e - mx));
-      for (int j = 0; j <= t; ++j)
-        for (int i = 0; i < d; ++i)
-          out[(std::size_t(t) * heads + h) * d + i] += s[std::size_t(j)] / sum * v[(std::size_t(j) * kv_heads + g) * d + i];
-    }
-  return out;
-}
-}  // namespace
 
 TYPED_TEST(ModelComponents, AttentionMatchesDoubleForGqaRatiosAndHeadDims) {
   using K = TypeParam;
@@ -235,7 +208,7 @@ TYPED_TEST(ModelComponents, AttentionMatchesDoubleForGqaRatiosAndHeadDims) {
       const auto q = mi_test::random_floats(std::size_t(n) * heads * head_dim, 10, 0.5f);
       const auto k = mi_test::random_floats(std::size_t(n) * kv_heads * head_dim, 11, 0.5f);
       const auto v = mi_test::random_floats(std::size_t(n) * kv_heads * head_dim, 12);
-      const auto ref = reference_attention(q, k, v, n, heads, kv_heads, head_dim);
+      const auto ref = mi_test::reference_attention(q, k, v, n, heads, kv_heads, head_dim);
 
       mi::runtime::KvCache cache({2, kv_heads, head_dim, 1, 32, 4});
       const int seq = cache.allocate_sequence();

@@ -1,5 +1,6 @@
 // Shared helpers of the model tests: deterministic random data and double-precision reference loops.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <random>
@@ -60,6 +61,32 @@ inline std::vector<double> reference_rms_norm(const float* x, const float* w, in
   std::vector<double> y(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) y[std::size_t(i)] = double(x[i]) * inv * w[i];
   return y;
+}
+
+// Full causal GQA attention in double over all n tokens: q [n, H*D], k/v [n, KV*D] -> out [n, H*D].
+inline std::vector<double> reference_attention(const std::vector<float>& q, const std::vector<float>& k,
+                                        const std::vector<float>& v, int n, int heads, int kv_heads, int d) {
+  std::vector<double> out(std::size_t(n) * heads * d, 0.0);
+  const int group = heads / kv_heads;
+  for (int t = 0; t < n; ++t)
+    for (int h = 0; h < heads; ++h) {
+      const int g = h / group;
+      std::vector<double> s(std::size_t(t) + 1);
+      double mx = -1e300;
+      for (int j = 0; j <= t; ++j) {
+        double acc = 0;
+        for (int i = 0; i < d; ++i)
+          acc += double(q[(std::size_t(t) * heads + h) * d + i]) * k[(std::size_t(j) * kv_heads + g) * d + i];
+        s[std::size_t(j)] = acc / std::sqrt(double(d));
+        mx = std::max(mx, s[std::size_t(j)]);
+      }
+      double sum = 0;
+      for (auto& e : s) sum += (e = std::exp(e - mx));
+      for (int j = 0; j <= t; ++j)
+        for (int i = 0; i < d; ++i)
+          out[(std::size_t(t) * heads + h) * d + i] += s[std::size_t(j)] / sum * v[(std::size_t(j) * kv_heads + g) * d + i];
+    }
+  return out;
 }
 
 }  // namespace mi_test
