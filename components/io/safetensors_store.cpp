@@ -74,19 +74,20 @@ WeightStore WeightStore::open(const std::filesystem::path& checkpoint_dir) {
 
   for (const auto& [shard, tensors] : tensors_of_shard) {
     store.files_.push_back(SafetensorsFile::open(checkpoint_dir / shard));
-    const SafetensorsFile& file = store.files_.back();
-    for (const TensorView& view : file.tensors()) {
-      auto listed = shard_of_tensor.find(view.name);
-      if (listed == shard_of_tensor.end())
-        fail(file.path().string(), ": tensor '", view.name, "' is not listed in ", index_name,
-             " (index and shards disagree)");
-      if (listed->second != shard)
-        fail(file.path().string(), ": tensor '", view.name, "' is stored here but ", index_name, " places it in '",
-             listed->second, "'");
+    for (const TensorView& view : store.files_.back().tensors()) {
       auto [existing, inserted] = store.by_name_.emplace(view.name, view);
       if (!inserted)
-        fail("tensor '", view.name, "' is stored twice: in ", existing->second.file, " and in ", view.file);
+        fail(checkpoint_dir.string(), ": tensor '", view.name, "' is stored twice: in ", existing->second.file,
+             " and in ", view.file);
     }
+  }
+  // The index and the shards must agree both ways.
+  for (const auto& [name, view] : store.by_name_) {
+    auto listed = shard_of_tensor.find(name);
+    if (listed == shard_of_tensor.end())
+      fail(view.file, ": tensor '", name, "' is not listed in ", index_name, " (index and shards disagree)");
+    if (checkpoint_dir / listed->second != std::filesystem::path(view.file))
+      fail(view.file, ": tensor '", name, "' is stored here but ", index_name, " places it in '", listed->second, "'");
   }
   for (const auto& [tensor, shard] : shard_of_tensor) {
     if (!store.by_name_.count(tensor))
