@@ -74,4 +74,29 @@ TEST(KernelIsa, DetectorFindsAvx512InstructionsInTheAvx512Object) {
   EXPECT_GT(disassemble(object).evex, 100);
 }
 
+// A weak (COMDAT) symbol in a level's object is an inline function the linker may merge with the copy from
+// another translation unit; if the kept copy is the one compiled with wider ISA flags, code meant for every CPU
+// would run AVX-512 instructions. The level sources keep all helpers internal, so none may appear.
+TEST(KernelIsa, LevelObjectsDefineNoWeakSymbols) {
+  if (std::system("nm --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "not run: nm not installed";
+  for (const std::string level : {"avx2", "avx512", "avx512bf16"}) {
+    const fs::path object = level_object(level);
+    if (!fs::exists(object)) GTEST_SKIP() << "not run: kernel object not found at " << object;
+    const std::string cmd = "nm -C '" + object.string() + "' 2>/dev/null";
+    FILE* pipe = popen(cmd.c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    char line[2048];
+    int defined = 0;
+    std::string weak;
+    while (fgets(line, sizeof(line), pipe)) {
+      const std::string s(line);
+      if (s.size() > 19 && s[0] != ' ') ++defined;  // "<16 hex digits> <type> <name>"; undefined: no address
+      if (s.size() > 19 && (s[17] == 'W' || s[17] == 'V' || s[17] == 'u')) weak += s;
+    }
+    pclose(pipe);
+    EXPECT_GT(defined, 10) << "could not read the symbols of " << object;
+    EXPECT_TRUE(weak.empty()) << level << " defines weak symbols:\n" << weak;
+  }
+}
+
 }  // namespace
