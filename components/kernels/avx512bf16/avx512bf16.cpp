@@ -33,6 +33,7 @@ inline void dp_block(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, fl
       x1[t] = load32(x + t * ldx + c + 32);
     }
     for (int r = 0; r < R; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(w + r * ld + c) + impl::kPrefetchBytes, _MM_HINT_T0);
       const __m512bh w0 = load32(w + r * ld + c), w1 = load32(w + r * ld + c + 32);
       for (int t = 0; t < T; ++t) {
         acc0[t][r] = _mm512_dpbf16_ps(acc0[t][r], w0, x0[t]);
