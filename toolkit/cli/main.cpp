@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   mi::cli::register_ckb_command(app, exit_code);
   mi::cli::register_plan_command(app, exit_code);
   mi::cli::register_synth_model_command(app, exit_code);
+  mi::cli::register_tokenize_commands(app, exit_code);
 
   try {
     app.parse(argc, argv);
@@ -23,6 +24,9 @@ int main(int argc, char** argv) {
   } catch (const mi::Error& e) {
     std::cerr << "metainfer: error: " << e.what() << "\n";
     return exit_code != mi::cli::kExitOk ? exit_code : mi::cli::kExitBadInput;
+  } catch (const std::exception& e) {  // a bug, not bad input: say so rather than abort
+    std::cerr << "metainfer: internal error: " << e.what() << "\n";
+    return mi::cli::kExitFailure;
   }
   return exit_code;
 }
