@@ -1,0 +1,130 @@
+// The Contract Knowledge Base in memory: every layer of ckb/ parsed from TOML into plain structs.
+// Loading checks structure (required fields, types) and names the file and field of any problem; cross-references
+// (contract ids, test files, component files) are checked by lint (ckb/lint.h), so a half-written CKB still loads
+// far enough for `metainfer ckb check` to report everything at once.
+#pragma once
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mi::ckb {
+
+// A test that enforces something: a file (or a directory, ending in '/') under the repository root and a
+// GoogleTest name pattern "Suite.Name" ('*' matches any run of characters; "*" alone = any test in the file/dir).
+struct TestRef {
+  std::string file;
+  std::string name;
+};
+
+struct Component {
+  std::string id;                    // e.g. "model/rmsnorm"
+  std::vector<std::string> files;    // repository-relative; a path ending in '/' means the whole directory
+  std::vector<std::string> platforms;  // platform ids, or "any"
+};
+
+struct Contract {
+  std::filesystem::path source;  // file it was read from
+  std::string id, title, stage, status, summary;  // status: "implemented" | "planned"
+  std::vector<std::string> depends_on;
+  std::vector<Component> components;
+  std::vector<TestRef> tests;
+};
+
+struct WeightDecl {
+  std::string name;                // may contain {L}
+  std::vector<std::string> shape;  // config expressions: "hidden_size", "num_attention_heads*head_dim", or integers
+  std::string contract;
+  std::string when;                // "", "tied", "untied"
+};
+
+struct Family {
+  std::filesystem::path source;
+  std::string id, title, status, summary;
+  std::vector<std::string> architectures, model_types;
+  std::map<std::string, std::vector<std::string>> config_allowed;  // key -> allowed values as JSON text
+  std::map<std::string, std::string> architecture;                 // norm, qk_norm, rope, attention, mlp, ...
+  std::vector<std::string> requires_contracts;
+  std::vector<std::string> forward_layer, forward_final;
+  std::vector<WeightDecl> weights;
+  std::map<std::string, std::map<std::string, std::string>> presets;  // preset -> key -> value (TOML text)
+  std::map<std::string, std::string> preset_defaults;
+};
+
+struct Platform {
+  std::filesystem::path source;
+  std::string id, title, arch, kernel_level, kernel_struct, summary;
+  int priority = 0;
+  std::vector<std::string> requires_features, compile_flags, weight_dtypes;
+  std::vector<int> tensor_parallel;
+};
+
+// One condition of a signal; exactly one kind is set (see ckb/signals/*.toml).
+struct SignalCondition {
+  std::string kind;   // config_contains | config_present | config_less_than | config_greater_than |
+                      // weight_present | weight_rows | norm_centred
+  std::string key;    // config key path or weight glob
+  std::string value;  // JSON text of the value / threshold / rows expression
+};
+
+struct Signal {
+  std::filesystem::path source;
+  std::string id, feature, missing_contract, explain;
+  std::vector<SignalCondition> any;
+};
+
+struct ExperienceEntry {
+  std::filesystem::path source;
+  std::string kind;  // "failure_mode" | "rule"
+  std::string id, title, rule;
+  std::vector<std::string> applies_to;
+  std::vector<TestRef> guarded_by;
+};
+
+struct Gate {
+  std::filesystem::path source;
+  std::string id, level, stage, title, enforced_by;
+  std::vector<std::string> criteria;
+  std::vector<TestRef> guarded_by;
+};
+
+struct AgentRole {
+  std::string id, responsibility;
+  std::vector<std::string> tools, may_not;
+};
+
+struct Design {
+  std::string id, title, design;
+  std::vector<std::string> contracts;
+};
+
+struct Ckb {
+  std::filesystem::path root;  // the ckb/ directory
+  std::string version;
+  std::vector<std::string> stages;
+  std::vector<Contract> contracts;
+  std::vector<Family> families;
+  std::vector<Platform> platforms;
+  std::vector<Signal> signals;
+  std::vector<ExperienceEntry> experience;
+  std::vector<Gate> gates;
+  std::vector<AgentRole> roles;
+  std::vector<Design> designs;
+
+  const Contract* find_contract(const std::string& id) const;
+  const Family* find_family_by_architecture(const std::string& architecture) const;
+  const Family* find_family(const std::string& id) const;
+  const Platform* find_platform(const std::string& id) const;
+};
+
+// Loads ckb_dir (the directory holding ckb.toml). Throws mi::Error naming file and field on structural problems.
+Ckb load(const std::filesystem::path& ckb_dir);
+
+// The CKB directory to use: $METAINFER_CKB if set, else <source dir>/ckb.
+std::filesystem::path default_ckb_dir();
+// The repository root that component and test paths in the CKB are relative to: the source tree metainfer was
+// built from.
+std::filesystem::path default_repo_root();
+
+}  // namespace mi::ckb

@@ -1,0 +1,35 @@
+// A family's weight declarations (ckb/families/*.toml [[weights]]) made concrete for one checkpoint: {L} expanded
+// over the layers, shape expressions evaluated against config.json, the tied/untied variant chosen.
+// Coverage uses it to find unmapped and missing weights; the generator emits the same list into the engine.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ckb/ckb.h"
+
+namespace mi::ckb {
+
+struct ExpectedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string contract;
+};
+
+// A config term of the text config: the key itself, with HF defaults where config.json may omit it
+// (head_dim = hidden_size / num_attention_heads, num_key_value_heads = num_attention_heads). nullopt if absent.
+std::optional<int64_t> config_term(const nlohmann::json& text_config, const std::string& term);
+
+// "num_attention_heads*head_dim" or "128" -> value. Throws mi::Error naming `context` if a term is missing.
+int64_t eval_shape_expr(const std::string& expr, const nlohmann::json& text_config, const std::string& context);
+
+// Every weight the family requires for this config (tied: no "untied" entries; untied: no "tied" entries).
+std::vector<ExpectedTensor> expected_weights(const Family& family, const nlohmann::json& text_config, bool tied);
+
+// Whether the checkpoint tensor `name` matches any declaration of the family (either head variant).
+bool family_declares(const Family& family, const std::string& name);
+
+}  // namespace mi::ckb

@@ -1,0 +1,266 @@
+#include "ckb/lint.h"
+
+#include "ckb/glob.h"
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace mi::ckb {
+namespace fs = std::filesystem;
+
+namespace {
+
+// All "Suite.Name" of TEST/TEST_F/TEST_P/TYPED_TEST in a C++ test file.
+std::vector<std::string> tests_in_file(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  static const std::regex test_macro(R"(\b(?:TEST|TEST_F|TEST_P|TYPED_TEST)\s*\(\s*(\w+)\s*,\s*(\w+)\s*\))");
+  std::vector<std::string> names;
+  for (std::sregex_iterator it(text.begin(), text.end(), test_macro), end; it != end; ++it)
+    names.push_back((*it)[1].str() + "." + (*it)[2].str());
+  return names;
+}
+
+const std::vector<std::string> kKnownLevels = {"scalar", "avx2", "avx512", "avx512bf16"};
+const std::vector<std::string> kKnownFeatures = {"sse4_2",   "avx",      "avx2",        "fma",      "f16c",
+                                                 "avx512f",  "avx512bw", "avx512vl",    "avx512dq", "avx512_bf16",
+                                                 "amx_tile", "amx_bf16", "amx_int8"};
+const std::vector<std::string> kKnownConditionKinds = {"config_contains",     "config_present", "config_less_than",
+                                                       "config_greater_than", "weight_present", "weight_rows",
+                                                       "norm_centred"};
+const std::vector<std::string> kExtraAppliesTo = {"coverage", "generator", "gates"};
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+class Linter {
+ public:
+  Linter(const Ckb& ckb, const fs::path& root) : ckb_(ckb), root_(root) {}
+
+  std::vector<Finding> run() {
+    check_contracts();
+    check_families();
+    check_platforms();
+    check_signals();
+    check_experience();
+    check_gates();
+    check_roles();
+    check_designs();
+    return findings_;
+  }
+
+ private:
+  void error(const fs::path& file, const std::string& field, const std::string& message) {
+    findings_.push_back({"error", rel(file), field, message});
+  }
+  void warning(const fs::path& file, const std::string& field, const std::string& message) {
+    findings_.push_back({"warning", rel(file), field, message});
+  }
+  std::string rel(const fs::path& file) const {
+    std::error_code ec;
+    auto r = fs::relative(file, root_, ec);
+    return ec || r.empty() || r.string().rfind("..", 0) == 0 ? file.string() : r.string();
+  }
+  bool contract_exists(const std::string& id) const { return ckb_.find_contract(id) != nullptr; }
+  bool platform_exists(const std::string& id) const { return ckb_.find_platform(id) != nullptr; }
+
+  void check_tests(const fs::path& file, const std::string& field, const std::vector<TestRef>& refs,
+                   bool missing_is_error) {
+    if (refs.empty()) {
+      error(file, field, "no enforcing test named");
+      return;
+    }
+    for (std::size_t i = 0; i < refs.size(); ++i) {
+      std::string why;
+      if (!test_ref_resolves(refs[i], root_, &why)) {
+        const std::string f = field + "[" + std::to_string(i) + "]";
+        if (missing_is_error) error(file, f, why);
+        else warning(file, f, why + " (contract is planned)");
+      }
+    }
+  }
+
+  void check_contracts() {
+    std::set<std::string> ids;
+    for (const auto& c : ckb_.contracts) {
+      if (!ids.insert(c.id).second) error(c.source, "id", "duplicate contract id '" + c.id + "'");
+      if (c.source.stem() != c.id) error(c.source, "id", "contract id '" + c.id + "' differs from its file name");
+      if (!contains(ckb_.stages, c.stage))
+        error(c.source, "stage", "unknown stage '" + c.stage + "' (ckb.toml stages)");
+      if (c.status != "implemented" && c.status != "planned")
+        error(c.source, "status", "expected \"implemented\" or \"planned\", got \"" + c.status + "\"");
+      for (std::size_t i = 0; i < c.depends_on.size(); ++i)
+        if (!contract_exists(c.depends_on[i]))
+          error(c.source, "depends_on[" + std::to_string(i) + "]", "dangling reference to contract '" + c.depends_on[i] + "'");
+      if (c.status == "implemented" && c.components.empty())
+        error(c.source, "components", "an implemented contract names at least one component");
+      for (std::size_t i = 0; i < c.components.size(); ++i) {
+        const auto& comp = c.components[i];
+        const std::string f = "components[" + std::to_string(i) + "]";
+        for (std::size_t j = 0; j < comp.files.size(); ++j) {
+          if (!fs::exists(root_ / comp.files[j]))
+            error(c.source, f + ".files[" + std::to_string(j) + "]", "file '" + comp.files[j] + "' does not exist");
+        }
+        for (std::size_t j = 0; j < comp.platforms.size(); ++j)
+          if (comp.platforms[j] != "any" && !platform_exists(comp.platforms[j]))
+            error(c.source, f + ".platforms[" + std::to_string(j) + "]", "dangling reference to platform '" + comp.platforms[j] + "'");
+      }
+      check_tests(c.source, "tests", c.tests, c.status == "implemented");
+    }
+  }
+
+  void check_shape_expr(const Family& f, const std::string& field, const std::string& expr) {
+    std::stringstream ss(expr);
+    std::string term;
+    while (std::getline(ss, term, '*')) {
+      if (term.empty()) {
+        error(f.source, field, "malformed shape expression '" + expr + "'");
+        continue;
+      }
+      if (std::all_of(term.begin(), term.end(), ::isdigit)) continue;
+      if (!contains(known_shape_terms(), term))
+        error(f.source, field, "unknown config term '" + term + "' in shape expression '" + expr + "'");
+    }
+  }
+
+  void check_families() {
+    std::set<std::string> ids, archs;
+    for (const auto& f : ckb_.families) {
+      if (!ids.insert(f.id).second) error(f.source, "id", "duplicate family id '" + f.id + "'");
+      for (const auto& a : f.architectures)
+        if (!archs.insert(a).second) error(f.source, "architectures", "architecture '" + a + "' claimed by two families");
+      for (std::size_t i = 0; i < f.requires_contracts.size(); ++i)
+        if (!contract_exists(f.requires_contracts[i]))
+          error(f.source, "requires[" + std::to_string(i) + "]", "dangling reference to contract '" + f.requires_contracts[i] + "'");
+      for (std::size_t i = 0; i < f.weights.size(); ++i) {
+        const auto& w = f.weights[i];
+        const std::string field = "weights[" + std::to_string(i) + "]";
+        if (!contract_exists(w.contract))
+          error(f.source, field + ".contract", "weight '" + w.name + "' maps to unknown contract '" + w.contract + "'");
+        else if (!contains(f.requires_contracts, w.contract))
+          error(f.source, field + ".contract", "weight '" + w.name + "' maps to contract '" + w.contract + "' that the family does not require");
+        if (w.shape.empty()) error(f.source, field + ".shape", "weight '" + w.name + "' has no shape");
+        for (std::size_t j = 0; j < w.shape.size(); ++j)
+          check_shape_expr(f, field + ".shape[" + std::to_string(j) + "]", w.shape[j]);
+        if (!w.when.empty() && w.when != "tied" && w.when != "untied")
+          error(f.source, field + ".when", "expected \"tied\" or \"untied\", got \"" + w.when + "\"");
+      }
+      for (std::size_t i = 0; i < f.forward_layer.size(); ++i)
+        if (!contains(known_forward_steps(), f.forward_layer[i]))
+          error(f.source, "forward.layer[" + std::to_string(i) + "]", "unknown forward step '" + f.forward_layer[i] + "'");
+      for (std::size_t i = 0; i < f.forward_final.size(); ++i)
+        if (!contains(known_forward_steps(), f.forward_final[i]))
+          error(f.source, "forward.final[" + std::to_string(i) + "]", "unknown forward step '" + f.forward_final[i] + "'");
+    }
+  }
+
+  void check_platforms() {
+    for (const auto& p : ckb_.platforms) {
+      if (p.source.stem() != p.id) error(p.source, "id", "platform id '" + p.id + "' differs from its file name");
+      if (!contains(kKnownLevels, p.kernel_level)) error(p.source, "kernel_level", "unknown kernel level '" + p.kernel_level + "'");
+      for (std::size_t i = 0; i < p.requires_features.size(); ++i)
+        if (!contains(kKnownFeatures, p.requires_features[i]))
+          error(p.source, "requires[" + std::to_string(i) + "]", "unknown CPU feature '" + p.requires_features[i] + "'");
+      for (const auto& d : p.weight_dtypes)
+        if (d != "bf16" && d != "f32" && d != "f16") error(p.source, "weight_dtypes", "unknown dtype '" + d + "'");
+    }
+  }
+
+  void check_signals() {
+    for (const auto& s : ckb_.signals) {
+      if (s.missing_contract.empty()) error(s.source, "signal " + s.id, "names no missing contract");
+      for (std::size_t i = 0; i < s.any.size(); ++i)
+        if (!contains(kKnownConditionKinds, s.any[i].kind))
+          error(s.source, "signal " + s.id + ".any[" + std::to_string(i) + "]", "unknown condition kind '" + s.any[i].kind + "'");
+    }
+  }
+
+  void check_experience() {
+    std::set<std::string> ids;
+    for (const auto& e : ckb_.experience) {
+      if (!ids.insert(e.id).second) error(e.source, e.kind + " " + e.id, "duplicate experience id");
+      check_tests(e.source, e.kind + " " + e.id + ".guarded_by", e.guarded_by, true);
+      for (const auto& a : e.applies_to) {
+        bool known = contract_exists(a) || contains(kExtraAppliesTo, a);
+        for (const auto& s : ckb_.signals) known = known || s.missing_contract == a;
+        if (!known) error(e.source, e.kind + " " + e.id + ".applies_to", "dangling reference to '" + a + "'");
+      }
+    }
+  }
+
+  void check_gates() {
+    for (const auto& g : ckb_.gates) {
+      if (!fs::exists(root_ / g.enforced_by))
+        error(g.source, "gate " + g.id + ".enforced_by", "file '" + g.enforced_by + "' does not exist");
+      check_tests(g.source, "gate " + g.id + ".guarded_by", g.guarded_by, true);
+      if (g.stage != "all" && !contains(ckb_.stages, g.stage))
+        error(g.source, "gate " + g.id + ".stage", "unknown stage '" + g.stage + "'");
+    }
+  }
+
+  void check_roles() {
+    for (const auto& r : ckb_.roles) {
+      const bool may_declare = !contains(r.may_not, "declare PASS or FAIL");
+      if (may_declare && r.id != "verifier")
+        error(ckb_.root / "agents", "role " + r.id + ".may_not", "only the verifier may declare PASS or FAIL");
+      if (!may_declare && r.id == "verifier")
+        error(ckb_.root / "agents", "role verifier.may_not", "the verifier must be allowed to declare PASS or FAIL");
+    }
+  }
+
+  void check_designs() {
+    for (const auto& d : ckb_.designs)
+      for (const auto& c : d.contracts)
+        if (!contract_exists(c)) error(ckb_.root / "framework", "design " + d.id + ".contracts", "dangling reference to contract '" + c + "'");
+  }
+
+  const Ckb& ckb_;
+  fs::path root_;
+  std::vector<Finding> findings_;
+};
+
+}  // namespace
+
+std::vector<Finding> lint(const Ckb& ckb, const fs::path& repo_root) { return Linter(ckb, repo_root).run(); }
+
+bool test_ref_resolves(const TestRef& ref, const fs::path& repo_root, std::string* why) {
+  const fs::path path = repo_root / ref.file;
+  std::vector<fs::path> files;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    for (const auto& entry : fs::recursive_directory_iterator(path, ec))
+      if (entry.is_regular_file() && entry.path().extension() == ".cpp") files.push_back(entry.path());
+  } else if (fs::is_regular_file(path, ec)) {
+    files.push_back(path);
+  } else {
+    if (why) *why = "test file '" + ref.file + "' does not exist";
+    return false;
+  }
+  for (const auto& f : files)
+    for (const auto& name : tests_in_file(f))
+      if (ref.name == "*" || glob_match(ref.name, name)) return true;
+  if (why) *why = "no test matching '" + ref.name + "' in '" + ref.file + "'";
+  return false;
+}
+
+const std::vector<std::string>& known_forward_steps() {
+  static const std::vector<std::string> steps = {"input_norm", "qkv_proj", "qk_norm", "rope", "attention",
+                                                 "o_proj", "residual_add", "post_attention_norm", "swiglu_mlp",
+                                                 "final_norm", "lm_head"};
+  return steps;
+}
+
+const std::vector<std::string>& known_shape_terms() {
+  static const std::vector<std::string> terms = {"vocab_size", "hidden_size", "intermediate_size",
+                                                 "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                                                 "head_dim"};
+  return terms;
+}
+
+}  // namespace mi::ckb

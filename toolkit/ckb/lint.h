@@ -1,0 +1,40 @@
+// `metainfer ckb check`: cross-reference lint of the CKB. Every finding names the file and the field.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "ckb/ckb.h"
+
+namespace mi::ckb {
+
+struct Finding {
+  std::string severity;  // "error" | "warning"
+  std::string file;      // the CKB file
+  std::string field;     // e.g. "tests[0].file"
+  std::string message;
+};
+
+// Checks, for every entry:
+//  - contracts: stage is a known stage; status implemented|planned; depends_on names existing contracts; every
+//    component file exists under repo_root; every platform named exists; at least one enforcing test, and for an
+//    implemented contract each test reference resolves (file exists and holds a matching TEST/TEST_F/TEST_P);
+//    a planned contract's missing test is a warning.
+//  - families: every declared weight maps to an existing contract, its shape expressions use known config terms;
+//    requires names existing contracts; forward steps are known generator steps; ids unique.
+//  - platforms: kernel_level is a known level; requires lists known CPU features.
+//  - signals: missing_contract named; condition kinds known.
+//  - experience: every entry links at least one guarding test and it resolves; applies_to names are known.
+//  - test contracts: enforced_by file exists; guarded_by tests resolve.
+//  - roles: the verifier is the only role without "declare PASS or FAIL" in may_not.
+std::vector<Finding> lint(const Ckb& ckb, const std::filesystem::path& repo_root);
+
+// Does `ref` resolve: the file/dir exists under repo_root and holds a GoogleTest matching the name pattern?
+bool test_ref_resolves(const TestRef& ref, const std::filesystem::path& repo_root, std::string* why);
+
+// The generator's vocabulary of forward steps (toolkit/generator); lint checks families against it.
+const std::vector<std::string>& known_forward_steps();
+// The config terms a weight shape expression may use.
+const std::vector<std::string>& known_shape_terms();
+
+}  // namespace mi::ckb

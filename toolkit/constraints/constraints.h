@@ -1,0 +1,61 @@
+// The user's deployment constraints: a TOML file (every field documented in README.md "Constraints file"), with
+// every field overridable on the command line. Unknown keys, wrong types and impossible values are errors naming the
+// field (mi::Error -> exit 2). Checks that need the model (TP divides heads, context within the model's) happen in
+// coverage (toolkit/coverage), which has read config.json.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+namespace mi::constraints {
+
+struct Targets {  // performance targets; 0 = no target
+  double ttft_ms = 0;           // time to first token
+  double tpot_ms = 0;           // time per output token
+  double throughput_tok_s = 0;  // aggregate generated tokens per second
+  double memory_mb = 0;         // peak resident memory
+};
+
+struct Constraints {
+  std::filesystem::path model;      // HF checkpoint directory (absolute after resolution)
+  std::string platform = "auto";    // "auto" or a ckb/platforms id
+  std::string dtype = "auto";       // auto (= stored) | bf16 | f16 | f32: the weight dtype the engine computes with
+  int threads = 0;                  // 0 = every CPU this process may use
+  int tensor_parallel = 1;
+  std::string mode = "offline";     // offline | serve | bench
+  std::string numerics = "precise"; // precise | fast (default numerical mode of the engine)
+  int max_batch = 1;
+  int max_context = 0;              // tokens per sequence (prompt + generated); 0 = min(4096, the model's maximum)
+  int kv_block_size = 16;
+  bool prefix_cache = false;
+  int chunked_prefill = 0;          // 0 = whole prompt in one step; else tokens per prefill chunk
+  Targets targets;
+  std::string source;               // where the constraints came from (file path or "command line")
+
+  nlohmann::json to_json() const;
+};
+
+// Command-line overrides: each set field replaces the file's value.
+struct Overrides {
+  std::optional<std::string> model, platform, dtype, mode, numerics, prefix_cache;
+  std::optional<int> threads, tensor_parallel, max_batch, max_context, kv_block_size, chunked_prefill;
+  std::optional<double> ttft_ms, tpot_ms, throughput_tok_s, memory_mb;
+};
+
+// Adds --model, --platform, --dtype, --threads, --tp, --mode, --numerics, --max-batch, --max-context,
+// --kv-block-size, --prefix-cache, --chunked-prefill, --ttft-ms, --tpot-ms, --throughput, --memory-mb to `cmd`.
+void add_override_options(CLI::App* cmd, Overrides& overrides);
+
+// Parses a constraints file (TOML). Relative model paths are relative to the file's directory.
+Constraints load_file(const std::filesystem::path& file);
+
+// file (optional) + overrides -> validated constraints. Without a file, --model is required.
+Constraints resolve(const std::optional<std::filesystem::path>& file, const Overrides& overrides);
+
+// Range and enum checks that need nothing but the constraints themselves.
+void validate(const Constraints& c);
+
+}  // namespace mi::constraints
