@@ -381,8 +381,9 @@ class Matcher {
     const Frame* parent;
   };
 
-  // Bounds on the work for one input: a pathological pattern must not hang or blow the stack.
-  static constexpr size_t kMaxDepth = 20000;
+  // Bounds on the work for one input: a pathological pattern must not hang or blow the stack (a few hundred bytes
+  // of stack per level, so this stays within ~2 MB even on small thread stacks).
+  static constexpr size_t kMaxDepth = 5000;
   static constexpr size_t kMaxSteps = 50'000'000;
 
   struct DepthGuard {
@@ -409,9 +410,11 @@ class Matcher {
           if (match(child.get(), pos, k)) return true;
         }
         return false;
-      case RegexNode::kRepeat:
-        if (n->children[0]->kind == RegexNode::kChar) return repeat_single_char(n, pos, k);
+      case RegexNode::kRepeat: {
+        const size_t width = fixed_width(n->children[0].get());
+        if (width > 0) return repeat_fixed_width(n, width, pos, k);
         return repeat_step(n, 0, pos, k);
+      }
       case RegexNode::kLookahead: {
         const Frame accept{Frame::kAcceptLookahead, nullptr, 0, 0, nullptr};
         const bool matched = match(n->children[0].get(), pos, &accept);
@@ -425,21 +428,65 @@ class Matcher {
     return false;
   }
 
-  // x*, x+, x{m,n} where x is one character: count the run once, then try the continuation from each length
-  // (longest first when greedy) without one recursion level per character.
-  bool repeat_single_char(const RegexNode* n, size_t pos, const Frame* k) {
-    const CharClass& cls = n->children[0]->char_class;
-    size_t run = 0;
-    while (run < n->max && pos + run < text_.size() && cls.contains(text_[pos + run])) ++run;
-    if (run < n->min) return false;
-    if (n->possessive) return resume(k, pos + run);
+  // Width in code points of a node that always consumes the same number of characters and never backtracks
+  // internally: a character, a fixed count of one (\p{N}{3}), or a sequence of those; 0 otherwise.
+  static size_t fixed_width(const RegexNode* n) {
+    switch (n->kind) {
+      case RegexNode::kChar:
+        return 1;
+      case RegexNode::kRepeat:
+        return n->min == n->max && n->children[0]->kind == RegexNode::kChar ? n->min : 0;
+      case RegexNode::kSequence: {
+        size_t width = 0;
+        for (const auto& child : n->children) {
+          const size_t w = fixed_width(child.get());
+          if (w == 0) return 0;
+          width += w;
+        }
+        return width;
+      }
+      default:
+        return 0;
+    }
+  }
+
+  // Whether a fixed-width node matches at `pos` (the caller checked pos + width <= size).
+  bool matches_fixed(const RegexNode* n, size_t pos) const {
+    switch (n->kind) {
+      case RegexNode::kChar:
+        return n->char_class.contains(text_[pos]);
+      case RegexNode::kRepeat:
+        for (size_t i = 0; i < n->min; ++i) {
+          if (!n->children[0]->char_class.contains(text_[pos + i])) return false;
+        }
+        return true;
+      default:  // kSequence
+        for (const auto& child : n->children) {
+          if (!matches_fixed(child.get(), pos)) return false;
+          pos += fixed_width(child.get());
+        }
+        return true;
+    }
+  }
+
+  // x*, x+, x{m,n} where every x consumes the same fixed number of characters (a character, \p{Nd}{3}, ab):
+  // count the iterations once, then try the continuation after each count (most first when greedy), without a
+  // recursion level per iteration - a long run of letters must not grow the stack.
+  bool repeat_fixed_width(const RegexNode* n, size_t width, size_t pos, const Frame* k) {
+    const RegexNode* child = n->children[0].get();
+    size_t count = 0;
+    while (count < n->max && pos + (count + 1) * width <= text_.size() && matches_fixed(child, pos + count * width)) {
+      ++count;
+    }
+    if (count < n->min) return false;
+    if (n->possessive) return resume(k, pos + count * width);
     if (n->greedy) {
-      for (size_t len = run + 1; len-- > n->min;) {
-        if (resume(k, pos + len)) return true;
+      for (size_t c = count + 1; c-- > n->min;) {
+        if (resume(k, pos + c * width)) return true;
       }
     } else {
-      for (size_t len = n->min; len <= run; ++len) {
-        if (resume(k, pos + len)) return true;
+      for (size_t c = n->min; c <= count; ++c) {
+        if (resume(k, pos + c * width)) return true;
       }
     }
     return false;
