@@ -40,7 +40,7 @@ const MatmulInput<N>* matmul_input(runtime::ThreadPool& pool, const float* x, st
 }
 
 namespace detail {
-// Output rows are handed to threads in units of this many rows, so SIMD kernels that tile rows see the same
+// Output rows are handed to threads in multiples of this many rows, so SIMD kernels that tile rows see the same
 // tiles whatever the thread count.
 constexpr int kRowUnit = 16;
 // Roughly the multiply-adds one chunk should do before splitting pays for the wake-up.
@@ -73,12 +73,10 @@ template <class K, class W, class X>
 void linear(runtime::ThreadPool& pool, const W* weight, int out_features, int in_features, const X* x, int M,
             float* y) {
   static_assert(std::is_same_v<X, float> || std::is_same_v<W, bf16_t>, "fast (bf16) activations need bf16 weights");
-  const int units = (out_features + detail::kRowUnit - 1) / detail::kRowUnit;
   const long macs_per_unit = long(detail::kRowUnit) * in_features * std::max(M, 1);
-  const int grain = int(std::max(1L, detail::kMinMacsPerChunk / std::max(1L, macs_per_unit)));
-  pool.parallel_for(units, grain, [&](int u0, int u1) {
-    const int r0 = u0 * detail::kRowUnit;
-    const int r1 = std::min(out_features, u1 * detail::kRowUnit);
+  const int units_per_chunk = int(std::max(1L, detail::kMinMacsPerChunk / std::max(1L, macs_per_unit)));
+  // Chunks start at multiples of the grain, hence of kRowUnit rows.
+  pool.parallel_for(out_features, units_per_chunk * detail::kRowUnit, [&](int r0, int r1) {
     detail::linear_rows<K>(weight, in_features, x, M, y, out_features, r0, r1);
   });
 }

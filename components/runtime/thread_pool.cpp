@@ -27,7 +27,11 @@ struct InsideChunk {
   ~InsideChunk() { t_inside_chunk = previous; }
 };
 
-inline int chunk_begin(int n, int chunks, int chunk) { return int(std::int64_t(n) * chunk / chunks); }
+// First item of `chunk` when [0, n) is split into `chunks` chunks of whole grain-sized units.
+inline int split_point(int n, int grain, int chunks, int chunk) {
+  const std::int64_t units = (std::int64_t(n) + grain - 1) / grain;
+  return int(std::min<std::int64_t>(n, units * chunk / chunks * grain));
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) : threads_(threads) {
@@ -50,9 +54,11 @@ int ThreadPool::chunk_count(int n, int grain) const {
   return std::max(1, std::min(threads_, by_grain));
 }
 
+int ThreadPool::chunk_begin(int chunk) const { return split_point(job_n_, job_grain_, job_chunks_, chunk); }
+
 void ThreadPool::run_chunk(int chunk) {
-  const int begin = chunk_begin(job_n_, job_chunks_, chunk);
-  const int end = chunk_begin(job_n_, job_chunks_, chunk + 1);
+  const int begin = chunk_begin(chunk);
+  const int end = chunk_begin(chunk + 1);
   InsideChunk guard;
   try {
     job_fn_(job_context_, chunk, begin, end);
@@ -63,11 +69,13 @@ void ThreadPool::run_chunk(int chunk) {
 }
 
 void ThreadPool::run(int n, int grain, ChunkFn fn, void* context) {
+  grain = std::max(grain, 1);
   const int chunks = chunk_count(n, grain);
   if (chunks == 0) return;
   if (chunks == 1 || t_inside_chunk) {
     // Same partition, run on this thread: a single chunk, or a nested call from inside a chunk.
-    for (int c = 0; c < chunks; ++c) fn(context, c, chunk_begin(n, chunks, c), chunk_begin(n, chunks, c + 1));
+    for (int c = 0; c < chunks; ++c)
+      fn(context, c, split_point(n, grain, chunks, c), split_point(n, grain, chunks, c + 1));
     return;
   }
 
@@ -75,6 +83,7 @@ void ThreadPool::run(int n, int grain, ChunkFn fn, void* context) {
   job_fn_ = fn;
   job_context_ = context;
   job_n_ = n;
+  job_grain_ = grain;
   job_chunks_ = chunks;
   first_error_ = nullptr;
   pending_.store(threads_ - 1, std::memory_order_relaxed);

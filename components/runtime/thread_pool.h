@@ -5,9 +5,10 @@
 // stack) and bumps an atomic generation counter; workers spin briefly on that counter, then sleep on it
 // (std::atomic::wait, a futex on Linux), run their chunk, and decrement a pending counter the caller waits on.
 //
-// Partition is deterministic: [0, n) is cut into at most `threads` contiguous chunks of at least `grain`
-// items, chunk c always covers the same range and is always run by participant c (the caller runs chunk 0),
-// so results never depend on timing. A nested parallel_for (called from inside a chunk) runs inline on the
+// Partition is deterministic and depends only on (n, grain, threads): [0, n) is cut into units of `grain` items
+// (the last one may be shorter), and the units into at most `threads` contiguous chunks of as-equal-as-possible
+// unit counts; every chunk starts at a multiple of grain (useful for SIMD row tiles). Chunk c always covers the
+// same range and is always run by participant c (the caller runs chunk 0), so results never depend on timing. A nested parallel_for (called from inside a chunk) runs inline on the
 // calling thread. One parallel_for at a time per pool: concurrent callers are serialised by a mutex.
 // An exception thrown by a chunk is rethrown in the caller after all chunks have finished.
 #pragma once
@@ -28,9 +29,11 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  int threads() const { return threads_; }
+  // Participants: worker threads + the caller.
+  int size() const { return threads_; }
 
-  // Number of chunks parallel_for(n, grain, ...) uses: min(threads, ceil(n / grain)), at least 1 when n > 0.
+  // Number of chunks parallel_for(n, grain, ...) uses: min(threads, ceil(n / grain)); 0 when n <= 0.
+  // grain < 1 counts as 1.
   int chunk_count(int n, int grain) const;
 
   // fn(begin, end) over a deterministic split of [0, n).
@@ -39,8 +42,9 @@ class ThreadPool {
     parallel_chunks(n, grain, [&fn](int /*chunk*/, int begin, int end) { fn(begin, end); });
   }
 
-  // fn(chunk, begin, end): as parallel_for, plus the chunk index in [0, threads()), e.g. to pick a per-thread
-  // scratch buffer. Chunk c covers [c*n/chunks, (c+1)*n/chunks) (integer division).
+  // fn(chunk, begin, end): as parallel_for, plus the chunk index in [0, size()), e.g. to pick a per-thread
+  // scratch buffer. With units = ceil(n / grain), chunk c covers units [c*units/chunks, (c+1)*units/chunks)
+  // (integer division), i.e. items from grain * that, clipped to n.
   template <class Fn>
   void parallel_chunks(int n, int grain, Fn&& fn) {
     using F = std::remove_reference_t<Fn>;
@@ -55,6 +59,7 @@ class ThreadPool {
   }
 
   void run(int n, int grain, ChunkFn fn, void* context);
+  int chunk_begin(int chunk) const;  // of the current job
   void run_chunk(int chunk);
   void worker_loop(int participant);
 
@@ -67,6 +72,7 @@ class ThreadPool {
   ChunkFn job_fn_ = nullptr;
   void* job_context_ = nullptr;
   int job_n_ = 0;
+  int job_grain_ = 1;
   int job_chunks_ = 0;
 
   std::atomic<std::uint32_t> generation_{0};

@@ -25,14 +25,30 @@ using mi::bf16_t;
 using mi::model::Numerics;
 using mi::runtime::ThreadPool;
 
+// One typed suite per component (named as the CKB contracts' test filters: RmsNorm*, Rope*, Attention*, ...).
 template <class K>
-class ModelComponents : public ::testing::Test {};
-TYPED_TEST_SUITE(ModelComponents, mi_test::KernelLevels, mi_test::KernelLevelName);
+class LinearLevels : public ::testing::Test {};
+TYPED_TEST_SUITE(LinearLevels, mi_test::KernelLevels, mi_test::KernelLevelName);
+template <class K>
+class RmsNormLevels : public ::testing::Test {};
+TYPED_TEST_SUITE(RmsNormLevels, mi_test::KernelLevels, mi_test::KernelLevelName);
+template <class K>
+class RopeLevels : public ::testing::Test {};
+TYPED_TEST_SUITE(RopeLevels, mi_test::KernelLevels, mi_test::KernelLevelName);
+template <class K>
+class AttentionLevels : public ::testing::Test {};
+TYPED_TEST_SUITE(AttentionLevels, mi_test::KernelLevels, mi_test::KernelLevelName);
+template <class K>
+class MlpLevels : public ::testing::Test {};
+TYPED_TEST_SUITE(MlpLevels, mi_test::KernelLevels, mi_test::KernelLevelName);
+template <class K>
+class LmHeadLevels : public ::testing::Test {};
+TYPED_TEST_SUITE(LmHeadLevels, mi_test::KernelLevels, mi_test::KernelLevelName);
 
 // ---- linear ---------------------------------------------------------------------------------------------------
 // f32 accumulation of `cols` products: error <= ~cols * 2^-24 * sum|w x| (worst case); 1e-6 * sum|wx| * 4
 // leaves room for any summation order over cols <= 200.
-TYPED_TEST(ModelComponents, LinearPreciseAndFastMatchDoubleAndAreThreadCountIndependent) {
+TYPED_TEST(LinearLevels, PreciseAndFastMatchDoubleAndAreThreadCountIndependent) {
   using K = TypeParam;
   MI_SKIP_UNSUPPORTED_LEVEL(K);
   const int rows = 37, cols = 70;
@@ -62,7 +78,7 @@ TYPED_TEST(ModelComponents, LinearPreciseAndFastMatchDoubleAndAreThreadCountInde
   }
 }
 
-TYPED_TEST(ModelComponents, LinearWithF32Weights) {
+TYPED_TEST(LinearLevels, F32Weights) {
   using K = TypeParam;
   MI_SKIP_UNSUPPORTED_LEVEL(K);
   const int rows = 20, cols = 33, M = 3;
@@ -93,7 +109,7 @@ TEST(Embedding, CopiesRowsExactlyAndRejectsBadIds) {
 }
 
 // ---- RMSNorm ---------------------------------------------------------------------------------------------------
-TYPED_TEST(ModelComponents, RmsNormRowsAndPerHead) {
+TYPED_TEST(RmsNormLevels, RowsAndPerHead) {
   using K = TypeParam;
   MI_SKIP_UNSUPPORTED_LEVEL(K);
   ThreadPool pool(2);
@@ -122,7 +138,7 @@ TYPED_TEST(ModelComponents, RmsNormRowsAndPerHead) {
 }
 
 // ---- rotary ----------------------------------------------------------------------------------------------------
-TEST(Rotary, InverseFrequenciesFollowTheFormula) {
+TEST(Rope, InverseFrequenciesFollowTheFormula) {
   const auto f = mi::model::rotary_inv_freq(64, 1e6, std::nullopt);
   ASSERT_EQ(f.size(), 32u);
   for (int i = 0; i < 32; ++i) EXPECT_NEAR(f[std::size_t(i)], std::exp(-std::log(1e6) * (2.0 * i) / 64.0), 1e-15);
@@ -134,7 +150,7 @@ TEST(Rotary, InverseFrequenciesFollowTheFormula) {
 // Checked region by region against the published rule: wavelengths shorter than 8192/4 = 2048 keep their
 // frequency, longer than 8192/1 are divided by 8, in between the frequency is interpolated linearly in
 // (8192 / wavelength) between f/8 (at 1) and f (at 4).
-TEST(Rotary, Llama3FrequencyScaling) {
+TEST(Rope, Llama3FrequencyScaling) {
   const mi::model::Llama3RopeScaling s{8.0, 1.0, 4.0, 8192};
   const auto plain = mi::model::rotary_inv_freq(128, 500000.0, std::nullopt);
   const auto scaled = mi::model::rotary_inv_freq(128, 500000.0, s);
@@ -164,7 +180,7 @@ TEST(Rotary, Llama3FrequencyScaling) {
   EXPECT_THROW(mi::model::rotary_inv_freq(128, 5e5, mi::model::Llama3RopeScaling{8.0, 4.0, 1.0, 8192}), mi::Error);
 }
 
-TYPED_TEST(ModelComponents, RotaryRotatesEveryHeadAtItsPosition) {
+TYPED_TEST(RopeLevels, RotatesEveryHeadAtItsPosition) {
   using K = TypeParam;
   MI_SKIP_UNSUPPORTED_LEVEL(K);
   ThreadPool pool(2);
@@ -197,7 +213,7 @@ TYPED_TEST(ModelComponents, RotaryRotatesEveryHeadAtItsPosition) {
 
 // ---- attention -------------------------------------------------------------------------------------------------
 
-TYPED_TEST(ModelComponents, AttentionMatchesDoubleForGqaRatiosAndHeadDims) {
+TYPED_TEST(AttentionLevels, MatchesDoubleForGqaRatiosAndHeadDims) {
   using K = TypeParam;
   MI_SKIP_UNSUPPORTED_LEVEL(K);
   ThreadPool pool(3);
@@ -214,7 +230,7 @@ TYPED_TEST(ModelComponents, AttentionMatchesDoubleForGqaRatiosAndHeadDims) {
       const int seq = cache.allocate_sequence();
       const int layer = 1;
       const mi::model::AttentionDims dims{heads, kv_heads, head_dim};
-      std::vector<float> scores(mi::model::attention_scratch_floats(pool.threads(), 32));
+      std::vector<float> scores(mi::model::attention_scratch_floats(pool.size(), 32));
       std::vector<float> out(q.size());
       const int start = cache.append(seq, n);
       mi::model::store_kv(cache, seq, layer, start, n, k.data(), v.data(), kv_heads, head_dim);
@@ -227,7 +243,7 @@ TYPED_TEST(ModelComponents, AttentionMatchesDoubleForGqaRatiosAndHeadDims) {
 
 // Prefill of 7 tokens, then 3 single-token decodes, then a 3-token prefill on top of the cache: every output
 // equals one causal pass over all 13 tokens, bit for bit (each query's computation is the same either way).
-TYPED_TEST(ModelComponents, AttentionPrefillThenDecodeEqualsFullRecompute) {
+TYPED_TEST(AttentionLevels, PrefillThenDecodeEqualsFullRecompute) {
   using K = TypeParam;
   MI_SKIP_UNSUPPORTED_LEVEL(K);
   ThreadPool pool(2);
@@ -237,7 +253,7 @@ TYPED_TEST(ModelComponents, AttentionPrefillThenDecodeEqualsFullRecompute) {
   const auto k = mi_test::random_floats(n * kvrow, 21);
   const auto v = mi_test::random_floats(n * kvrow, 22);
   const mi::model::AttentionDims dims{heads, kv_heads, head_dim};
-  std::vector<float> scores(mi::model::attention_scratch_floats(pool.threads(), 16));
+  std::vector<float> scores(mi::model::attention_scratch_floats(pool.size(), 16));
 
   mi::runtime::KvCache full_cache({1, kv_heads, head_dim, 2, 16, 4});
   const int full = full_cache.allocate_sequence();
@@ -276,7 +292,7 @@ TEST(Attention, RejectsInconsistentShapes) {
 }
 
 // ---- SwiGLU MLP --------------------------------------------------------------------------------------------
-TYPED_TEST(ModelComponents, SwigluMlpPreciseAndFast) {
+TYPED_TEST(MlpLevels, SwigluPreciseAndFast) {
   using K = TypeParam;
   MI_SKIP_UNSUPPORTED_LEVEL(K);
   ThreadPool pool(2);
@@ -320,7 +336,7 @@ TYPED_TEST(ModelComponents, SwigluMlpPreciseAndFast) {
 }
 
 // ---- LM head ---------------------------------------------------------------------------------------------------
-TYPED_TEST(ModelComponents, LmHeadAndGreedyToken) {
+TYPED_TEST(LmHeadLevels, LogitsAndGreedyToken) {
   using K = TypeParam;
   MI_SKIP_UNSUPPORTED_LEVEL(K);
   ThreadPool pool(2);

@@ -132,7 +132,7 @@ TYPED_TEST(GoldenLayer0, EveryComponentMatchesDoubleOnRealWeights) {
     const int seq = cache.allocate_sequence();
     cache.append(seq, T);
     mi::model::store_kv(cache, seq, 0, 0, T, k.data(), v.data(), nKV, D);
-    std::vector<float> attn(q.size()), scores(mi::model::attention_scratch_floats(pool.threads(), 64));
+    std::vector<float> attn(q.size()), scores(mi::model::attention_scratch_floats(pool.size(), 64));
     mi::model::causal_attention<K>(pool, cache, seq, 0, {nH, nKV, D}, q.data(), T, 0, attn.data(), scores.data());
     expect_close(attn.data(), mi_test::reference_attention(q, k, v, T, nH, nKV, D), 1e-5, "attention");
 

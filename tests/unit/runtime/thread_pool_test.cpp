@@ -46,6 +46,11 @@ TEST(ThreadPool, PartitionIsDeterministicAndRespectsGrain) {
   }
   EXPECT_EQ(first[0], std::make_pair(0, 25));
   EXPECT_EQ(first[3].second, 103);
+  // Chunks start at multiples of grain: 103 items in units of 16 -> 7 units over 4 chunks: 1, 2, 2, 2 units.
+  std::vector<std::pair<int, int>> ranges(4, {-1, -1});
+  pool.parallel_chunks(103, 16, [&](int chunk, int b, int e) { ranges[std::size_t(chunk)] = {b, e}; });
+  const std::vector<std::pair<int, int>> expected = {{0, 16}, {16, 48}, {48, 80}, {80, 103}};
+  EXPECT_EQ(ranges, expected);
 }
 
 TEST(ThreadPool, ChunksRunOnDifferentThreads) {
