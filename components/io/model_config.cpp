@@ -147,60 +147,143 @@ struct TokenizerIds {
   std::string max_token;
 };
 
-TokenizerIds read_tokenizer_ids(const std::filesystem::path& path) {
-  const std::string source = path.string();
-  // The merges list is half of a BPE tokenizer.json and says nothing about ids: drop it while parsing.
-  auto skip_merges = [](int depth, json::parse_event_t event, json& parsed) {
-    return !(event == json::parse_event_t::key && depth == 2 && parsed == "merges");
-  };
-  json root;
-  {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(source, ": cannot open file");
-    try {
-      root = json::parse(in, skip_merges);
-    } catch (const json::parse_error& e) {
-      fail(source, ": not valid JSON (byte ", e.byte, "): ", e.what());
-    }
-  }
-  if (!root.is_object()) fail(source, ": expected a JSON object");
+// Streams tokenizer.json (several MB) through nlohmann's SAX interface and keeps only the ids: "added_tokens"
+// [{"id", "content"}], "model"."vocab" as {token: id} (BPE, WordPiece, WordLevel) or [[piece, score], ...]
+// (Unigram, the id is the position). Building a DOM of the whole file would cost about a second and hundreds of
+// MB for nothing else. Containers are tracked by the key (or array position) they sit under.
+class TokenizerIdsReader : public nlohmann::json_sax<json> {
+ public:
+  explicit TokenizerIdsReader(std::string source) : source_(std::move(source)) {}
   TokenizerIds ids;
-  auto record = [&](const std::string& token, const json& id_value, const char* where) {
-    if (!id_value.is_number_integer() || id_value.get<int64_t>() < 0 ||
-        id_value.get<int64_t>() > std::numeric_limits<int>::max())
-      fail(source, ": ", where, ": token '", token, "': expected a non-negative integer id, got ", show(&id_value));
-    int id = id_value.get<int>();
-    ids.id_of.emplace(token, id);
+  bool saw_root_object = false;
+
+  bool null() override { return scalar(nullptr); }
+  bool boolean(bool) override { return scalar(nullptr); }
+  bool number_integer(number_integer_t v) override { return integer(v); }
+  bool number_unsigned(number_unsigned_t v) override {
+    return integer(v > uint64_t(std::numeric_limits<int64_t>::max()) ? -1 : int64_t(v));
+  }
+  bool number_float(number_float_t, const string_t&) override { return scalar(nullptr); }
+  bool binary(binary_t&) override { return scalar(nullptr); }
+  bool string(string_t& value) override {
+    if (in_added_token()) {
+      if (key_ == "content") added_content_ = value;
+    } else if (in_unigram_entry() && stack_.back().index == 0) {
+      unigram_piece_ = value;
+    } else if (in_vocab_object()) {
+      wrong_id("model.vocab", key_, "\"" + value + "\"");
+    }
+    return advance();
+  }
+  bool start_object(std::size_t) override {
+    if (in_added_tokens_array()) {
+      added_id_ = -2;  // -2: no "id" seen
+      added_content_.reset();
+    }
+    if (stack_.empty()) saw_root_object = true;
+    stack_.push_back({false, key_of_next_container(), 0});
+    return true;
+  }
+  bool key(string_t& value) override {
+    key_ = value;
+    return true;
+  }
+  bool end_object() override {
+    const bool was_added_token = in_added_token();
+    stack_.pop_back();
+    if (was_added_token) {
+      if (added_id_ == -2 || !added_content_)
+        fail(source_, ": field 'added_tokens': expected objects with 'id' and 'content'");
+      record(*added_content_, added_id_, "added_tokens");
+    }
+    return advance();
+  }
+  bool start_array(std::size_t) override {
+    if (in_unigram_array()) unigram_piece_.clear();
+    stack_.push_back({true, key_of_next_container(), 0});
+    return true;
+  }
+  bool end_array() override {
+    const bool was_unigram_entry = in_unigram_entry();
+    stack_.pop_back();
+    if (was_unigram_entry) record(unigram_piece_, int64_t(stack_.back().index), "model.vocab");
+    return advance();
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    fail(source_, ": not valid JSON (byte ", position, "): ", e.what());
+  }
+
+ private:
+  struct Frame {
+    bool is_array;
+    std::string key;    // the key this container is the value of ("" for the root and array elements)
+    std::size_t index;  // for arrays: position of the next element
+  };
+
+  std::string key_of_next_container() const {
+    return stack_.empty() || stack_.back().is_array ? std::string() : key_;
+  }
+  // After a value inside an array, move to the next position.
+  bool advance() {
+    if (!stack_.empty() && stack_.back().is_array) ++stack_.back().index;
+    return true;
+  }
+  bool scalar(std::nullptr_t) {
+    if (in_vocab_object()) wrong_id("model.vocab", key_, "a non-integer");
+    if (in_added_token() && key_ == "id") wrong_id("added_tokens", "?", "a non-integer");
+    return advance();
+  }
+  bool integer(int64_t value) {
+    if (in_added_token()) {
+      if (key_ == "id") {
+        if (value < 0 || value > std::numeric_limits<int>::max()) wrong_id("added_tokens", "?", std::to_string(value));
+        added_id_ = value;
+      }
+    } else if (in_vocab_object()) {
+      record(key_, value, "model.vocab");
+    }
+    return advance();
+  }
+  [[noreturn]] void wrong_id(const char* where, const std::string& token, const std::string& got) {
+    fail(source_, ": ", where, ": token '", token, "': expected a non-negative integer id, got ", got);
+  }
+  void record(const std::string& token, int64_t id, const char* where) {
+    if (id < 0 || id > std::numeric_limits<int>::max()) wrong_id(where, token, std::to_string(id));
+    ids.id_of.emplace(token, int(id));
     if (id > ids.max_id) {
-      ids.max_id = id;
+      ids.max_id = int(id);
       ids.max_token = token;
     }
-  };
-  if (auto added = root.find("added_tokens"); added != root.end() && !added->is_null()) {
-    if (!added->is_array()) fail(source, ": field 'added_tokens': expected an array, got ", show(&*added));
-    for (const json& token : *added) {
-      if (!token.is_object() || !token.contains("content") || !token["content"].is_string() || !token.contains("id"))
-        fail(source, ": field 'added_tokens': expected objects with 'id' and 'content', got ", show(&token));
-      record(token["content"].get<std::string>(), token["id"], "added_tokens");
-    }
   }
-  if (auto model = root.find("model"); model != root.end() && model->is_object()) {
-    if (auto vocab = model->find("vocab"); vocab != model->end()) {
-      if (vocab->is_object()) {  // BPE, WordPiece, WordLevel: {token: id}
-        for (auto& [token, id] : vocab->items()) record(token, id, "model.vocab");
-      } else if (vocab->is_array()) {  // Unigram: [[piece, score], ...], the id is the position
-        for (std::size_t i = 0; i < vocab->size(); ++i) {
-          const json& entry = (*vocab)[i];
-          std::string piece = entry.is_array() && !entry.empty() && entry[0].is_string() ? entry[0].get<std::string>()
-                                                                                         : std::string();
-          record(piece, json(i), "model.vocab");
-        }
-      } else {
-        fail(source, ": field 'model.vocab': expected an object or an array, got ", show(&*vocab));
-      }
-    }
+  // Stack shapes: [root] [root, model-object] [root, model-object, vocab] ...
+  bool at(std::size_t depth) const { return stack_.size() == depth; }
+  bool in_added_tokens_array() const { return at(2) && stack_[1].is_array && stack_[1].key == "added_tokens"; }
+  bool in_added_token() const {
+    return at(3) && stack_[1].is_array && stack_[1].key == "added_tokens" && !stack_[2].is_array;
   }
-  return ids;
+  bool in_model() const { return stack_.size() >= 2 && !stack_[1].is_array && stack_[1].key == "model"; }
+  bool in_vocab_object() const { return at(3) && in_model() && !stack_[2].is_array && stack_[2].key == "vocab"; }
+  bool in_unigram_array() const { return at(3) && in_model() && stack_[2].is_array && stack_[2].key == "vocab"; }
+  bool in_unigram_entry() const {
+    return at(4) && in_model() && stack_[2].is_array && stack_[2].key == "vocab" && stack_[3].is_array;
+  }
+
+  std::string source_;
+  std::vector<Frame> stack_;
+  std::string key_;
+  int64_t added_id_ = -2;
+  std::optional<std::string> added_content_;
+  std::string unigram_piece_;
+};
+
+TokenizerIds read_tokenizer_ids(const std::filesystem::path& path) {
+  const std::string source = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(source, ": cannot open file");
+  TokenizerIdsReader reader(source);
+  json::sax_parse(in, &reader);
+  if (!reader.saw_root_object) fail(source, ": expected a JSON object");
+  return std::move(reader.ids);
 }
 
 // tokenizer_config.json names special tokens by text: "eos_token": "<|im_end|>" or {"content": "<|im_end|>", ...}.

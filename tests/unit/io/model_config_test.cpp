@@ -249,6 +249,38 @@ TEST_F(ConfigDir, TokenizerLargerThanTheEmbeddingIsAnError) {
                    "generation_config.json: eos_token_id 900 is outside the vocabulary");
 }
 
+TEST_F(ConfigDir, TokenizerJsonLayoutsAndErrors) {
+  // Unigram: the vocab is [[piece, score], ...] and the id is the position.
+  json unigram = {{"added_tokens", json::array({{{"id", 3}, {"content", "</s>"}}})},
+                  {"model", {{"type", "Unigram"}, {"vocab", {{"<unk>", 0.0}, {"a", -1.5}, {"b", -2.0}, {"</s>", 0.0}}}}}};
+  unigram["model"]["vocab"] = json::array({json::array({"<unk>", 0.0}), json::array({"a", -1.5}),
+                                           json::array({"b", -2.0}), json::array({"</s>", 0.0})});
+  write("tokenizer.json", unigram);
+  write("tokenizer_config.json", {{"eos_token", "b"}});
+  ModelConfig c = load_model_config(dir_.path());
+  EXPECT_EQ(c.tokenizer_vocab_size, 4);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int>{2}));
+
+  json bad_id = tokenizer(10, {});
+  bad_id["added_tokens"] = json::array({{{"id", -4}, {"content", "<x>"}}});
+  write("tokenizer.json", bad_id);
+  EXPECT_ERROR_HAS(error_of([&] { load_model_config(dir_.path()); }),
+                   "tokenizer.json: added_tokens: token '?': expected a non-negative integer id, got -4");
+  bad_id["added_tokens"] = json::array({{{"content", "<x>"}}});
+  write("tokenizer.json", bad_id);
+  EXPECT_ERROR_HAS(error_of([&] { load_model_config(dir_.path()); }),
+                   "field 'added_tokens': expected objects with 'id' and 'content'");
+  json bad_vocab = tokenizer(3, {});
+  bad_vocab["model"]["vocab"]["weird"] = "7";
+  write("tokenizer.json", bad_vocab);
+  EXPECT_ERROR_HAS(error_of([&] { load_model_config(dir_.path()); }),
+                   "model.vocab: token 'weird': expected a non-negative integer id, got \"7\"");
+  test::write_bytes(dir_ / "tokenizer.json", "{\"model\": {\"vocab\": {\"a\": 1,");
+  EXPECT_ERROR_HAS(error_of([&] { load_model_config(dir_.path()); }), "tokenizer.json: not valid JSON");
+  write("tokenizer.json", json::array({1, 2}));
+  EXPECT_ERROR_HAS(error_of([&] { load_model_config(dir_.path()); }), "tokenizer.json: expected a JSON object");
+}
+
 // The real Qwen3 and Llama 3 tokenizers (fetched by setup.sh into .cache/tokenizers) against their published
 // vocab sizes (Qwen3: 151936 embedding rows, 151669 tokenizer ids; Llama 3: 128256 both).
 TEST(ModelConfigRealTokenizers, Qwen3AndLlama3) {
