@@ -71,10 +71,8 @@ inline __m256 exp_ps(__m256 x) {
 }
 
 // ---- decode: dot form, R rows x 1 token, 2R accumulators ---------------------------------------------------
-// Software prefetch distance in each weight row (as avx512_impl::kPrefetchBytes). With bf16 weights a 16-column
-// step covers 32 bytes, so every cache line is prefetched twice; the second is a cheap L1 hit.
-constexpr int kPrefetchBytes = 1024;
-
+// While R rows are read, the same columns of the next R rows are prefetched (see avx512_impl::dot_block). With
+// bf16 weights a 16-column step covers 32 bytes, so every cache line is prefetched twice; the second is cheap.
 template <int R, class W, class X>
 inline void dot_block(const W* w, size_t ld, const X* x, float* y, int cols) {
   __m256 acc0[R], acc1[R];
@@ -83,7 +81,7 @@ inline void dot_block(const W* w, size_t ld, const X* x, float* y, int cols) {
   for (; c + 16 <= cols; c += 16) {
     const __m256 x0 = load8(x + c), x1 = load8(x + c + 8);
     for (int r = 0; r < R; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + r * ld + c) + kPrefetchBytes, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w + (r + R) * ld + c), _MM_HINT_T0);
       acc0[r] = _mm256_fmadd_ps(load8(w + r * ld + c), x0, acc0[r]);
       acc1[r] = _mm256_fmadd_ps(load8(w + r * ld + c + 8), x1, acc1[r]);
     }

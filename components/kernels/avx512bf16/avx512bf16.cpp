@@ -19,7 +19,8 @@ using std::size_t;
 inline __m512bh load32(const bf16_t* p) { return (__m512bh)_mm512_loadu_si512(p); }
 inline __m512bh load32(const bf16_t* p, __mmask32 m) { return (__m512bh)_mm512_maskz_loadu_epi16(m, p); }
 
-// Decode: R weight rows x T tokens, 2*R*T accumulators over 64-column steps (see impl::dot_block).
+// Decode: R weight rows x T tokens, 2*R*T accumulators over 64-column steps, prefetching the next R rows (see
+// impl::dot_block).
 template <int R, int T>
 inline void dp_block(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int cols) {
   __m512 acc0[T][R], acc1[T][R];
@@ -33,7 +34,7 @@ inline void dp_block(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, fl
       x1[t] = load32(x + t * ldx + c + 32);
     }
     for (int r = 0; r < R; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + r * ld + c) + impl::kPrefetchBytes, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w + (r + R) * ld + c), _MM_HINT_T0);  // next block's rows
       const __m512bh w0 = load32(w + r * ld + c), w1 = load32(w + r * ld + c + 32);
       for (int t = 0; t < T; ++t) {
         acc0[t][r] = _mm512_dpbf16_ps(acc0[t][r], w0, x0[t]);
