@@ -1,7 +1,7 @@
 // Test-only assembly of the dense decoder forward (Qwen3 / Llama) from the model components, in the layer order
 // a generated engine uses:
-//   embed -> per layer: input_layernorm -> q/k/v proj -> [Qwen3: per-head q_norm / k_norm] -> rotary ->
-//   store K/V -> GQA attention over the cache -> o_proj -> residual -> post_attention_layernorm ->
+//   embed -> per layer: input_layernorm -> attention_block (q/k/v proj -> [Qwen3: per-head q_norm / k_norm] ->
+//   rotary -> store K/V -> GQA attention over the cache -> o_proj) -> residual -> post_attention_layernorm ->
 //   SwiGLU MLP -> residual; final norm -> LM head (tied: embed_tokens).
 // Dimensions come from config.json here (the tests cover several models); a generated engine has them constexpr.
 // All scratch is taken from one arena at construction: forward() allocates nothing.
@@ -17,6 +17,7 @@
 #include "io/model_config.h"
 #include "io/safetensors.h"
 #include "model/attention.h"
+#include "model/attention_block.h"
 #include "model/embedding.h"
 #include "model/linear.h"
 #include "model/lm_head.h"
@@ -85,18 +86,19 @@ class DenseModel {
     const std::size_t qw = std::size_t(nH * D), kvw = std::size_t(nKV * D), widest = std::size_t(std::max({H, nH * D, I}));
     x_ = arena_.take<float>(T * H);
     h_ = arena_.take<float>(T * H);
-    q_raw_ = arena_.take<float>(T * qw);
-    q_ = arena_.take<float>(T * qw);
-    k_raw_ = arena_.take<float>(T * kvw);
-    k_ = arena_.take<float>(T * kvw);
-    v_ = arena_.take<float>(T * kvw);
-    attn_ = arena_.take<float>(T * qw);
+    attention_.q_raw = arena_.take<float>(T * qw);
+    attention_.q = arena_.take<float>(T * qw);
+    attention_.k_raw = arena_.take<float>(T * kvw);
+    attention_.k = arena_.take<float>(T * kvw);
+    attention_.v = arena_.take<float>(T * kvw);
+    attention_.attn = arena_.take<float>(T * qw);
     o_ = arena_.take<float>(T * H);
-    scores_ = arena_.take<float>(mi::model::attention_scratch_floats(threads, max_context));
+    attention_.scores = arena_.take<float>(mi::model::attention_scratch_floats(threads, max_context));
     mlp_.gate = arena_.take<float>(T * I);
     mlp_.up = arena_.take<float>(T * I);
     mlp_.act = arena_.take<float>(T * I);
     rounded_ = N == mi::model::Numerics::fast ? arena_.take<In>(T * widest) : nullptr;
+    attention_.rounded = rounded_;
     mlp_.x_rounded = rounded_;
     mlp_.act_rounded = rounded_;  // x is consumed (gate/up done) before act is rounded
     seq_ = cache_.allocate_sequence();
@@ -110,31 +112,24 @@ class DenseModel {
   // Runs T new tokens on top of the cache. logits: [T, vocab] when all_rows, else [1, vocab] for the last token.
   void forward(const int* ids, int T, float* logits, bool all_rows) {
     const mi::io::ModelConfig& c = config_;
-    const int H = c.hidden_size, D = c.head_dim, nH = c.num_attention_heads, nKV = c.num_key_value_heads,
-              I = c.intermediate_size, V = c.vocab_size;
+    const int H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
     const float eps = float(c.rms_norm_eps);
-    const mi::model::AttentionDims dims{nH, nKV, D};
+    const mi::model::AttentionDims dims{c.num_attention_heads, c.num_key_value_heads, c.head_dim};
     const int start = cache_.append(seq_, T);
     mi::model::embed_tokens(embed_, V, H, ids, T, x_);
     for (int l = 0; l < c.num_hidden_layers; ++l) {
       const DenseLayerWeights& w = layers_[std::size_t(l)];
       mi::model::rms_norm_rows<K>(pool_, x_, w.input_norm.data(), h_, T, H, eps);
-      const In* hin = mi::model::matmul_input<K, N>(pool_, h_, std::size_t(T) * H, rounded_);
-      float* q = qk_norm_ ? q_raw_ : q_;
-      float* k = qk_norm_ ? k_raw_ : k_;
-      mi::model::linear<K>(pool_, w.q_proj, nH * D, H, hin, T, q);
-      mi::model::linear<K>(pool_, w.k_proj, nKV * D, H, hin, T, k);
-      mi::model::linear<K>(pool_, w.v_proj, nKV * D, H, hin, T, v_);
-      if (qk_norm_) {
-        mi::model::head_rms_norm<K>(pool_, q_raw_, w.q_norm.data(), q_, T, nH, D, eps);
-        mi::model::head_rms_norm<K>(pool_, k_raw_, w.k_norm.data(), k_, T, nKV, D, eps);
-      }
-      mi::model::apply_rotary<K>(pool_, rotary_, q_, T, std::size_t(nH) * D, nH, D, start);
-      mi::model::apply_rotary<K>(pool_, rotary_, k_, T, std::size_t(nKV) * D, nKV, D, start);
-      mi::model::store_kv(cache_, seq_, l, start, T, k_, v_, nKV, D);
-      mi::model::causal_attention<K>(pool_, cache_, seq_, l, dims, q_, T, start, attn_, scores_);
-      const In* ain = mi::model::matmul_input<K, N>(pool_, attn_, std::size_t(T) * nH * D, rounded_);
-      mi::model::linear<K>(pool_, w.o_proj, H, nH * D, ain, T, o_);
+      const mi::model::AttentionWeights<mi::bf16_t> aw{w.q_proj, w.k_proj, w.v_proj, w.o_proj,
+                                                       qk_norm_ ? w.q_norm.data() : nullptr,
+                                                       qk_norm_ ? w.k_norm.data() : nullptr};
+      // The family is a runtime value here (one test binary, several models); an engine fixes kQkNorm.
+      if (qk_norm_)
+        mi::model::attention_block<K, N, true>(pool_, cache_, seq_, l, dims, rotary_, aw, H, eps, h_, T, start, o_,
+                                               attention_);
+      else
+        mi::model::attention_block<K, N, false>(pool_, cache_, seq_, l, dims, rotary_, aw, H, eps, h_, T, start, o_,
+                                                attention_);
       K::add(o_, x_, T * H);
       mi::model::rms_norm_rows<K>(pool_, x_, w.post_attention_norm.data(), h_, T, H, eps);
       mi::model::swiglu_mlp<K, N>(pool_, w.gate_proj, w.up_proj, w.down_proj, H, I, h_, T, o_, mlp_);
@@ -185,7 +180,8 @@ class DenseModel {
   const mi::bf16_t* lm_head_ = nullptr;
   std::vector<float> final_norm_;
   std::vector<DenseLayerWeights> layers_;
-  float *x_, *h_, *q_raw_, *q_, *k_raw_, *k_, *v_, *attn_, *o_, *scores_;
+  float *x_, *h_, *o_;
+  mi::model::AttentionScratch<N> attention_{};
   In* rounded_;
   mi::model::MlpScratch<N> mlp_{};
 };
