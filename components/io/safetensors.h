@@ -57,7 +57,7 @@ struct TensorView {
   }
 };
 
-// A parsed and validated header: the tensors in header order (data pointers into the caller's buffer) and the
+// A parsed and validated header: the tensors sorted by name (data pointers into the caller's buffer) and the
 // "__metadata__" strings.
 struct SafetensorsHeader {
   std::vector<TensorView> tensors;
