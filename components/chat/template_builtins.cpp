@@ -564,7 +564,7 @@ Value range_function(const CallArgs& args) {
   const __int128 span = step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
   const __int128 abs_step = step > 0 ? step : -static_cast<__int128>(step);
   const __int128 count = span <= 0 ? 0 : (span + abs_step - 1) / abs_step;
-  if (count > static_cast<__int128>(kMaxListItems)) check_list_size(kMaxListItems + 1);
+  if (count > static_cast<__int128>(value_limits().max_list_items)) check_list_size(value_limits().max_list_items + 1);
   std::vector<Value> items;
   items.reserve(static_cast<size_t>(count));
   for (__int128 i = 0; i < count; ++i) items.push_back(Value::integer(static_cast<int64_t>(start + i * step)));

@@ -9,17 +9,25 @@
 
 namespace mi::chat {
 
+namespace {
+thread_local ValueLimits current_limits;
+}  // namespace
+
+const ValueLimits& value_limits() { return current_limits; }
+ScopedValueLimits::ScopedValueLimits(const ValueLimits& limits) : saved_(current_limits) { current_limits = limits; }
+ScopedValueLimits::~ScopedValueLimits() { current_limits = saved_; }
+
 void check_string_size(size_t bytes) {
-  if (bytes > kMaxStringBytes) {
+  if (bytes > current_limits.max_string_bytes) {
     value_fail("MemoryError: string of ", std::to_string(bytes), " bytes exceeds the renderer's limit of ",
-               std::to_string(kMaxStringBytes));
+               std::to_string(current_limits.max_string_bytes));
   }
 }
 
 void check_list_size(size_t items) {
-  if (items > kMaxListItems) {
+  if (items > current_limits.max_list_items) {
     value_fail("MemoryError: list of ", std::to_string(items), " items exceeds the renderer's limit of ",
-               std::to_string(kMaxListItems));
+               std::to_string(current_limits.max_list_items));
   }
 }
 
@@ -57,8 +65,8 @@ Value repeat_sequence(const Value& sequence, int64_t times) {
   if (times <= 0) return sequence.is_string() ? Value::string("") : Value::list({}, sequence.is_tuple());
   if (sequence.is_string()) {
     const std::string& s = sequence.as_string();
-    if (!s.empty() && static_cast<uint64_t>(times) > kMaxStringBytes / s.size()) {
-      check_string_size(kMaxStringBytes + 1);
+    if (!s.empty() && static_cast<uint64_t>(times) > value_limits().max_string_bytes / s.size()) {
+      check_string_size(value_limits().max_string_bytes + 1);
     }
     std::string out;
     out.reserve(s.size() * static_cast<size_t>(times));
@@ -66,7 +74,9 @@ Value repeat_sequence(const Value& sequence, int64_t times) {
     return Value::string(std::move(out));
   }
   const auto& items = sequence.as_list();
-  if (!items.empty() && static_cast<uint64_t>(times) > kMaxListItems / items.size()) check_list_size(kMaxListItems + 1);
+  if (!items.empty() && static_cast<uint64_t>(times) > value_limits().max_list_items / items.size()) {
+    check_list_size(value_limits().max_list_items + 1);
+  }
   std::vector<Value> out;
   out.reserve(items.size() * static_cast<size_t>(times));
   for (int64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());

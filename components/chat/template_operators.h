@@ -10,9 +10,23 @@
 namespace mi::chat {
 
 // Size bounds for values built while rendering, so a hostile template (string doubling, `'a' * 10**9`,
-// range(10**9)) fails with an error instead of exhausting memory.
-inline constexpr size_t kMaxStringBytes = size_t{64} << 20;
-inline constexpr size_t kMaxListItems = size_t{1} << 22;
+// range(10**9)) fails with an error instead of exhausting memory. The renderer installs the bounds of its
+// RenderLimits for the duration of a render (per thread, see ScopedValueLimits); these are the defaults.
+struct ValueLimits {
+  size_t max_string_bytes = size_t{64} << 20;
+  size_t max_list_items = size_t{1} << 22;
+};
+const ValueLimits& value_limits();
+class ScopedValueLimits {
+ public:
+  explicit ScopedValueLimits(const ValueLimits& limits);
+  ~ScopedValueLimits();
+  ScopedValueLimits(const ScopedValueLimits&) = delete;
+  ScopedValueLimits& operator=(const ScopedValueLimits&) = delete;
+
+ private:
+  ValueLimits saved_;
+};
 void check_string_size(size_t bytes);
 void check_list_size(size_t items);
 

@@ -699,7 +699,7 @@ class Parser {
       } else if (at_operator("[")) {
         expr = parse_subscript(std::move(expr));
       } else if (at_operator("(")) {
-        auto e = node(ExprKind::kCall, current().pos);
+        auto e = node(ExprKind::kCall, expr->pos);  // a call is located at its callee
         parse_call_args(*e);
         e->object = std::move(expr);
         expr = finish(std::move(e));
@@ -747,7 +747,7 @@ class Parser {
       } else if (at_name("is")) {
         expr = parse_test(std::move(expr));
       } else if (at_operator("(")) {
-        auto e = node(ExprKind::kCall, current().pos);
+        auto e = node(ExprKind::kCall, expr->pos);  // a call is located at its callee
         parse_call_args(*e);
         e->object = std::move(expr);
         expr = finish(std::move(e));

@@ -244,6 +244,10 @@ class Renderer {
       return Flow::kNormal;
     }
     for (size_t i = 0; i < items.size(); ++i) {
+      if (++steps_ > limits_.max_steps) {  // an empty body still costs a step per iteration
+        throw TemplateError(stmt.pos, "template exceeded the limit of " + std::to_string(limits_.max_steps) +
+                                          " evaluation steps");
+      }
       const Flow flow = in_scope(outer, [&] {
         scope_->variables.set("loop", make_loop(i, items.size(), items));
         assign(stmt.target, items[i]);
@@ -415,6 +419,7 @@ class Renderer {
 }  // namespace
 
 std::string render_template(const Body& body, const Dict& variables, const RenderLimits& limits) {
+  const ScopedValueLimits value_limits(limits.values);
   return Renderer(variables, limits).render(body);
 }
 

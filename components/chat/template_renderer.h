@@ -16,9 +16,10 @@
 namespace mi::chat {
 
 struct RenderLimits {
-  size_t max_output_bytes = kMaxStringBytes;  // rendered text (and macro / set-block output)
-  uint64_t max_steps = 50'000'000;            // statements + expressions evaluated
-  int max_depth = 300;                        // nested evaluation: expressions, blocks, macro calls
+  size_t max_output_bytes = size_t{64} << 20;  // rendered text (and macro / set-block output)
+  uint64_t max_steps = 50'000'000;             // statements, expressions and loop iterations evaluated
+  int max_depth = 300;                         // nested evaluation: expressions, blocks, macro calls
+  ValueLimits values;                          // largest string / list a template may build
 };
 
 // Throws TemplateError ("line L:C: <Python-style error>") when rendering fails.
