@@ -1,0 +1,429 @@
+// The command line every generated engine shares (README.md in this directory is the user's guide):
+//
+//   ENGINE generate --model DIR (--prompt TEXT | --prompt-ids 1,2,3) [--chat] [--max-new-tokens N]
+//                   [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R] [--seed S]
+//                   [--stop S]... [--mode precise|fast] [--threads N] [--json]
+//   ENGINE chat --model DIR [--max-new-tokens N] [sampling flags] [--stop S]... [--mode ...] [--threads N]
+//   ENGINE --version [--json]
+//
+// Exit status: 0 success; 2 bad input (unknown flag, malformed or out-of-range value, a prompt the model cannot
+// take, a text prompt for a checkpoint without tokenizer.json); 1 a runtime failure (unreadable checkpoint, model
+// error). Every failure prints one message on the error stream; nothing is allowed to crash.
+//
+// Written against the EngineModel concept only: engine_main.cpp instantiates it with the generated engine::Model,
+// tests with a model assembled from the components.
+#pragma once
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "chat/chat_template.h"
+#include "common/error.h"
+#include "engine/generation.h"
+#include "engine/model_interface.h"
+#include "runtime/sampler.h"
+#include "runtime/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mi::engine {
+
+// What the engine was built as (engine_main.cpp fills it from the generated engine_config.h and the build's
+// METAINFER_MANIFEST_SHA256 / METAINFER_VERSION).
+struct EngineInfo {
+  std::string engine_name;
+  std::string architecture;
+  std::string family;
+  std::string kernel_level;
+  std::string manifest_sha256;
+  std::string metainfer_version;
+  int threads = 1;
+  int max_batch = 1;
+  int max_context = 512;
+  int kv_block_size = 16;
+  int chunked_prefill = 0;
+  int vocab_size = 0;  // 0 = unknown until the model is loaded
+  bool fast_numerics_default = false;
+};
+
+// Generated tokens when --max-new-tokens is not given (capped by what is left of max_context).
+inline constexpr int kDefaultMaxNewTokens = 256;
+
+// Bad input: reported with exit status 2.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+template <class... Parts>
+[[noreturn]] void usage_fail(const Parts&... parts) {
+  try {
+    fail(parts...);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
+// "1,2,3" -> ids. Spaces around an id are allowed; every id must be a decimal integer in [0, 2^31).
+inline std::vector<int32_t> parse_prompt_ids(std::string_view text) {
+  std::vector<int32_t> ids;
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', pos);
+    std::string_view item = text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    int32_t id = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || item.front() == '-' || id < 0)
+      usage_fail("--prompt-ids: '", std::string(item), "' is not a token id (expected comma-separated integers ",
+                 ">= 0, e.g. 1,2,3)");
+    ids.push_back(id);
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+namespace cli_detail {
+
+struct Options {
+  std::string model_dir;
+  std::string prompt;
+  std::string prompt_ids;
+  bool use_prompt_ids = false;  // --prompt-ids given (else --prompt)
+  bool chat_format = false;
+  int max_new_tokens = -1;  // -1: not given
+  bool max_new_tokens_given = false;
+  runtime::SamplingParams sampling;
+  std::vector<std::string> stop;
+  std::string mode;
+  int threads = 0;
+  bool json = false;
+};
+
+inline void add_common_flags(CLI::App& cmd, Options& o) {
+  cmd.add_option("--model", o.model_dir, "checkpoint directory (config.json, *.safetensors, tokenizer files)")
+      ->required();
+  cmd.add_option("--max-new-tokens", o.max_new_tokens,
+                 "tokens to generate at most (default: " + std::to_string(kDefaultMaxNewTokens) +
+                     ", capped by the context left)");
+  cmd.add_option("--temperature", o.sampling.temperature, "0 = greedy (default)");
+  cmd.add_option("--top-k", o.sampling.top_k, "keep the K most likely tokens (0 = off)");
+  cmd.add_option("--top-p", o.sampling.top_p, "nucleus sampling mass in (0, 1] (1 = off)");
+  cmd.add_option("--min-p", o.sampling.min_p, "drop tokens below P x the top probability, [0, 1) (0 = off)");
+  cmd.add_option("--repetition-penalty", o.sampling.repetition_penalty, "> 0 (1 = off)");
+  cmd.add_option("--seed", o.sampling.seed, "random seed for sampling (default 0)");
+  cmd.add_option("--stop", o.stop, "stop when this text is generated (not included in the output); repeatable");
+  cmd.add_option("--mode", o.mode, "numerics: precise (f32 activations) or fast (bf16 activations)")
+      ->check(CLI::IsMember({"precise", "fast"}));
+  cmd.add_option("--threads", o.threads, "worker threads");
+}
+
+inline void check_common(const Options& o, const EngineInfo& info) {
+  try {
+    runtime::validate(o.sampling);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  if (o.max_new_tokens_given && o.max_new_tokens < 0)
+    usage_fail("--max-new-tokens: expected an integer >= 0, got ", o.max_new_tokens);
+  if (o.threads < 1) usage_fail("--threads: expected an integer >= 1, got ", o.threads);
+  for (const std::string& s : o.stop)
+    if (s.empty()) usage_fail("--stop: the stop string must not be empty");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(o.model_dir, ec))
+    usage_fail("--model: '", o.model_dir, "' is not a directory");
+}
+
+inline bool has_tokenizer(const std::string& model_dir) {
+  std::error_code ec;
+  return std::filesystem::exists(std::filesystem::path(model_dir) / "tokenizer.json", ec);
+}
+
+inline void require_tokenizer(const std::string& model_dir, const std::string& what) {
+  if (!has_tokenizer(model_dir))
+    usage_fail(what, " needs a tokenizer, but the checkpoint '", model_dir,
+               "' has no tokenizer.json; give the prompt as token ids with --prompt-ids");
+}
+
+inline RuntimeOptions runtime_options(const Options& o, const EngineInfo& info) {
+  RuntimeOptions r;
+  r.threads = o.threads;
+  r.max_batch = 1;  // the command line runs one request at a time
+  r.max_context = info.max_context;
+  r.kv_block_size = info.kv_block_size;
+  r.fast = o.mode == "fast";
+  return r;
+}
+
+inline runtime::SchedulerLimits scheduler_limits(const EngineInfo& info) {
+  runtime::SchedulerLimits l;
+  l.max_batch = 1;
+  l.max_context = info.max_context;
+  l.kv_block_size = info.kv_block_size;
+  l.chunked_prefill = info.chunked_prefill;
+  return l;
+}
+
+inline void check_ids(const std::vector<int32_t>& ids, int vocab_size) {
+  if (vocab_size <= 0) return;
+  for (const int32_t id : ids)
+    if (id >= vocab_size) usage_fail("prompt token id ", id, " is outside the vocabulary [0, ", vocab_size, ")");
+}
+
+// max_new_tokens for a prompt of `prompt_tokens`: the flag's value, or the default capped by the context left.
+// UsageError (naming both numbers) when the request cannot fit max_context.
+inline int budget(const Options& o, const EngineInfo& info, std::size_t prompt_tokens) {
+  const long long prompt = (long long)prompt_tokens;
+  if (o.max_new_tokens_given) {
+    if (prompt + o.max_new_tokens > info.max_context)
+      usage_fail("prompt of ", prompt, " tokens + --max-new-tokens ", o.max_new_tokens, " = ",
+                 prompt + o.max_new_tokens, " tokens exceeds the engine's max_context of ", info.max_context);
+    return o.max_new_tokens;
+  }
+  if (prompt >= info.max_context)
+    usage_fail("prompt of ", prompt, " tokens leaves no room to generate within the engine's max_context of ",
+               info.max_context);
+  return int(std::min<long long>(kDefaultMaxNewTokens, info.max_context - prompt));
+}
+
+inline void print_version(const EngineInfo& info, bool json, std::ostream& out) {
+  if (json) {
+    nlohmann::ordered_json j;
+    j["manifest_sha256"] = info.manifest_sha256;
+    j["engine"] = info.engine_name;
+    j["architecture"] = info.architecture;
+    j["family"] = info.family;
+    j["kernel_level"] = info.kernel_level;
+    j["metainfer_version"] = info.metainfer_version;
+    out << j.dump() << "\n";
+  } else {
+    out << info.engine_name << " (" << info.architecture << ", " << info.family << ", kernel level "
+        << info.kernel_level << "), generated by metainfer " << info.metainfer_version << ", manifest sha256 "
+        << info.manifest_sha256 << "\n";
+  }
+}
+
+inline std::string dump_json(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+template <EngineModel M>
+int run_generate(const EngineInfo& info, const Options& o, std::ostream& out) {
+  const bool text_prompt = !o.use_prompt_ids;
+  if (o.use_prompt_ids && o.chat_format)
+    usage_fail("--chat wraps a text --prompt in the chat template; it cannot be used with --prompt-ids");
+  std::vector<int32_t> prompt_ids;
+  if (!text_prompt) prompt_ids = parse_prompt_ids(o.prompt_ids);
+  const bool tokenizer_needed = text_prompt || !o.stop.empty();
+  if (text_prompt) require_tokenizer(o.model_dir, o.chat_format ? "--chat" : "--prompt");
+  if (!o.stop.empty()) require_tokenizer(o.model_dir, "--stop");
+
+  std::optional<tok::Tokenizer> tokenizer;
+  if (tokenizer_needed || has_tokenizer(o.model_dir)) tokenizer.emplace(tok::Tokenizer::load(o.model_dir));
+  if (text_prompt) {
+    if (o.chat_format) {
+      chat::ChatTemplate tmpl = [&] {
+        try {
+          return chat::ChatTemplate::load(o.model_dir);
+        } catch (const Error& e) {
+          throw UsageError(std::string("--chat needs the checkpoint's chat template: ") + e.what());
+        }
+      }();
+      nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+      messages.push_back({{"role", "user"}, {"content", o.prompt}});
+      // The template writes every special token itself (BOS included), so no post-processor here, as in
+      // transformers' apply_chat_template(tokenize=True).
+      const std::string rendered = tmpl.render(messages, nullptr, true, nlohmann::ordered_json::object());
+      try {
+        prompt_ids = tokenizer->encode(rendered, false);
+      } catch (const Error& e) {
+        throw UsageError(std::string("--prompt: ") + e.what());
+      }
+    } else {
+      try {
+        prompt_ids = tokenizer->encode(o.prompt, true);
+      } catch (const Error& e) {
+        throw UsageError(std::string("--prompt: ") + e.what());
+      }
+    }
+  }
+  if (prompt_ids.empty()) usage_fail("the prompt is empty (it encodes to no tokens)");
+  check_ids(prompt_ids, info.vocab_size);
+  GenerationRequest request;
+  request.prompt_ids = prompt_ids;
+  request.sampling = o.sampling;
+  request.stop = o.stop;
+  request.max_new_tokens = budget(o, info, prompt_ids.size());
+
+  M model(o.model_dir, runtime_options(o, info));
+  check_ids(prompt_ids, model.vocab_size());
+
+  GenerationCallbacks callbacks;
+  bool first_id = true;
+  if (!o.json) {
+    if (tokenizer) {
+      callbacks.on_text = [&](std::size_t, std::string_view text) { out << text << std::flush; };
+    } else {
+      callbacks.on_token = [&](std::size_t, int32_t id) {
+        out << (first_id ? "" : ",") << id << std::flush;
+        first_id = false;
+      };
+    }
+  }
+  const GenerationResult r =
+      generate(model, tokenizer ? &*tokenizer : nullptr, scheduler_limits(info), {request}, callbacks).front();
+  if (!o.json) {
+    out << "\n" << std::flush;
+    return 0;
+  }
+  nlohmann::ordered_json j;
+  j["prompt_ids"] = r.prompt_ids;
+  j["output_ids"] = r.output_ids;
+  j["text"] = r.text;
+  j["finish_reason"] = runtime::to_string(r.finish_reason);
+  j["ttft_ms"] = r.ttft_ms;
+  j["tpot_ms"] = r.tpot_ms;
+  j["prompt_tokens"] = r.prompt_ids.size();
+  j["completion_tokens"] = r.output_ids.size();
+  j["mode"] = o.mode;
+  j["kernel_level"] = std::string(ModelFacts(model.facts()).kernel_level);
+  j["threads"] = o.threads;
+  j["tokenizer"] = tokenizer.has_value();
+  out << dump_json(j) << "\n" << std::flush;
+  return 0;
+}
+
+template <EngineModel M>
+int run_chat(const EngineInfo& info, const Options& o, std::istream& in, std::ostream& out, std::ostream& err) {
+  require_tokenizer(o.model_dir, "chat");
+  const tok::Tokenizer tokenizer = tok::Tokenizer::load(o.model_dir);
+  chat::ChatTemplate tmpl = [&] {
+    try {
+      return chat::ChatTemplate::load(o.model_dir);
+    } catch (const Error& e) {
+      throw UsageError(std::string("chat needs the checkpoint's chat template: ") + e.what());
+    }
+  }();
+  M model(o.model_dir, runtime_options(o, info));
+  const bool interactive = &in == &std::cin && ::isatty(STDIN_FILENO);
+
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  std::string line;
+  while (true) {
+    if (interactive) out << "> " << std::flush;
+    if (!std::getline(in, line)) break;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line == "/exit") break;
+    if (line.empty()) continue;
+    messages.push_back({{"role", "user"}, {"content", line}});
+    const std::string rendered = tmpl.render(messages, nullptr, true, nlohmann::ordered_json::object());
+    GenerationRequest request;
+    try {
+      request.prompt_ids = tokenizer.encode(rendered, false);
+    } catch (const Error& e) {
+      throw UsageError(std::string("chat input: ") + e.what());
+    }
+    request.sampling = o.sampling;
+    request.stop = o.stop;
+    try {
+      request.max_new_tokens = budget(o, info, request.prompt_ids.size());
+    } catch (const UsageError& e) {
+      throw UsageError(std::string("the conversation no longer fits: ") + e.what() + "; start a new chat");
+    }
+    GenerationCallbacks callbacks;
+    callbacks.on_text = [&](std::size_t, std::string_view text) { out << text << std::flush; };
+    const GenerationResult r = generate(model, &tokenizer, scheduler_limits(info), {request}, callbacks).front();
+    out << "\n" << std::flush;
+    messages.push_back({{"role", "assistant"}, {"content", r.text}});
+  }
+  return 0;
+}
+
+}  // namespace cli_detail
+
+// Parses the command line and runs it; returns the process exit status. Output goes to `out`, messages to `err`,
+// chat turns are read from `in`.
+template <EngineModel M>
+int run_engine_cli(const EngineInfo& info, int argc, const char* const* argv, std::istream& in, std::ostream& out,
+                   std::ostream& err) {
+  using namespace cli_detail;
+  CLI::App app{info.engine_name + ": a metainfer-generated inference engine for " + info.architecture +
+               " (kernel level " + info.kernel_level + ")"};
+  app.name(info.engine_name);
+  bool version = false, version_json = false;
+  app.add_flag("--version", version, "print what this engine was built as and exit");
+  app.add_flag("--json", version_json, "with --version: print it as one JSON object");
+
+  Options o;
+  o.threads = info.threads;
+  o.mode = info.fast_numerics_default ? "fast" : "precise";
+
+  CLI::App* gen = app.add_subcommand("generate", "generate a completion for one prompt");
+  add_common_flags(*gen, o);
+  CLI::Option* prompt = gen->add_option("--prompt", o.prompt, "prompt text (needs tokenizer.json)");
+  CLI::Option* prompt_ids = gen->add_option("--prompt-ids", o.prompt_ids, "prompt as token ids: 1,2,3 (fed as given)");
+  prompt->excludes(prompt_ids);
+  gen->add_flag("--chat", o.chat_format, "wrap --prompt as a user message in the model's chat template");
+  gen->add_flag("--json", o.json, "print one JSON object with ids, text, finish reason and timings");
+
+  CLI::App* chat = app.add_subcommand("chat", "interactive multi-turn chat on stdin/stdout (/exit or EOF ends it)");
+  add_common_flags(*chat, o);
+  app.require_subcommand(0, 1);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e, out, err);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    if (version) {
+      print_version(info, version_json, out);
+      return 0;
+    }
+    if (version_json) usage_fail("--json before the command is only for --version; write 'generate ... --json'");
+    o.max_new_tokens_given = (gen->parsed() ? gen : chat)->count("--max-new-tokens") > 0;
+    if (gen->parsed()) {
+      check_common(o, info);
+      if (prompt->count() == 0 && prompt_ids->count() == 0) usage_fail("generate: give --prompt TEXT or --prompt-ids IDS");
+      if (prompt_ids->count() > 0 && o.prompt_ids.empty()) usage_fail("--prompt-ids: no ids given");
+      if (prompt->count() > 0 && o.prompt.empty()) usage_fail("--prompt: the prompt is empty");
+      o.use_prompt_ids = prompt_ids->count() > 0;
+      return run_generate<M>(info, o, out);
+    }
+    if (chat->parsed()) {
+      check_common(o, info);
+      return run_chat<M>(info, o, in, out, err);
+    }
+    err << app.help();
+    return 2;
+  } catch (const UsageError& e) {
+    err << info.engine_name << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    err << info.engine_name << ": error: " << e.what() << "\n";
+    return 1;
+  } catch (...) {
+    err << info.engine_name << ": error: unknown failure\n";
+    return 1;
+  }
+}
+
+template <EngineModel M>
+int run_engine_cli(const EngineInfo& info, int argc, const char* const* argv) {
+  return run_engine_cli<M>(info, argc, argv, std::cin, std::cout, std::cerr);
+}
+
+}  // namespace mi::engine

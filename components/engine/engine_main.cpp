@@ -1,0 +1,34 @@
+// The generated engine's entry point: the shared command line (engine/cli.h) instantiated with this engine's
+// Model (model.h, generated) and build facts (engine_config.h, generated; METAINFER_MANIFEST_SHA256 and
+// METAINFER_VERSION, defined by the engine's build).
+#include "engine/cli.h"
+#include "engine_config.h"
+#include "model.h"
+
+#ifndef METAINFER_MANIFEST_SHA256
+#error "METAINFER_MANIFEST_SHA256 must be defined by the engine build (sha256 of MANIFEST.json)"
+#endif
+#ifndef METAINFER_VERSION
+#error "METAINFER_VERSION must be defined by the engine build"
+#endif
+
+static_assert(mi::engine::EngineModel<engine::Model>, "model.h: engine::Model must satisfy mi::engine::EngineModel");
+
+int main(int argc, char** argv) {
+  namespace cfg = engine::config;
+  mi::engine::EngineInfo info;
+  info.engine_name = cfg::kEngineName;
+  info.architecture = cfg::kArchitecture;
+  info.family = cfg::kFamily;
+  info.kernel_level = cfg::kKernelLevel;
+  info.manifest_sha256 = METAINFER_MANIFEST_SHA256;
+  info.metainfer_version = METAINFER_VERSION;
+  info.threads = cfg::kThreads;
+  info.max_batch = cfg::kMaxBatch;
+  info.max_context = cfg::kMaxContext;
+  info.kv_block_size = cfg::kKvBlockSize;
+  info.chunked_prefill = cfg::kChunkedPrefill;
+  info.vocab_size = cfg::kVocabSize;
+  info.fast_numerics_default = cfg::kFastNumericsDefault;
+  return mi::engine::run_engine_cli<engine::Model>(info, argc, argv);
+}

@@ -1,0 +1,187 @@
+// The generation loop (engine/generation.h) on the golden checkpoints through the test model: several requests
+// batched and chunked still give each prompt's reference greedy ids, sequences are given back, a request waiting
+// for KV room gets it; and the stop-string filter on streamed text.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/generation.h"
+#include "engine/stop_text.h"
+#include "test_model.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using mi::engine::GenerationRequest;
+using mi::engine::StopTextFilter;
+using mi_test::TestModel;
+
+struct Case {
+  std::vector<GenerationRequest> requests;
+  std::vector<std::vector<int32_t>> greedy;
+};
+
+Case golden_case(const std::string& name, int max_new_tokens) {
+  std::ifstream in(fs::path(METAINFER_TEST_DATA) / "golden" / name / "trace.json");
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  Case c;
+  for (const auto& p : trace.at("prompts")) {
+    GenerationRequest r;
+    r.prompt_ids = p.at("prompt_ids").get<std::vector<int32_t>>();
+    r.max_new_tokens = max_new_tokens;
+    c.requests.push_back(r);
+    c.greedy.push_back(p.at("greedy_ids").get<std::vector<int32_t>>());
+  }
+  return c;
+}
+
+TEST(Generation, BatchedChunkedRequestsEachMatchTheirGreedyTrace) {
+  for (const std::string name : {"qwen3-tiny", "llama-tiny"}) {
+    SCOPED_TRACE(name);
+    const Case c = golden_case(name, 32);
+    ASSERT_EQ(c.requests.size(), 3u);
+    mi::engine::RuntimeOptions options;
+    options.max_batch = 2;
+    options.max_context = 256;
+    TestModel model(fs::path(METAINFER_TEST_DATA) / "golden" / name, options);
+    mi::runtime::SchedulerLimits limits;
+    limits.max_batch = 2;  // three requests: the third waits for a slot
+    limits.max_context = 256;
+    limits.chunked_prefill = 7;
+    std::map<std::size_t, std::vector<int32_t>> streamed;
+    mi::engine::GenerationCallbacks callbacks;
+    callbacks.on_token = [&](std::size_t i, int32_t id) { streamed[i].push_back(id); };
+    const long calls_before = TestModel::forward_calls;
+    const auto results = mi::engine::generate(model, nullptr, limits, c.requests, callbacks);
+    ASSERT_EQ(results.size(), 3u);
+    long expected_calls = 0;
+    for (std::size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(results[i].output_ids, c.greedy[i]) << "request " << i;
+      EXPECT_EQ(streamed[i], c.greedy[i]) << "request " << i;
+      EXPECT_EQ(results[i].prompt_ids, c.requests[i].prompt_ids);
+      EXPECT_EQ(results[i].finish_reason, mi::runtime::FinishReason::length);
+      EXPECT_GT(results[i].ttft_ms, 0.0);
+      // ceil(prompt / 7) prefill chunks + 31 decode steps, each exactly one forward call
+      expected_calls += long((c.requests[i].prompt_ids.size() + 6) / 7) + 31;
+    }
+    EXPECT_EQ(TestModel::forward_calls - calls_before, expected_calls);
+    EXPECT_EQ(TestModel::live_sequences, 0);
+  }
+}
+
+TEST(Generation, RequestWaitsForKvBlocksThenRuns) {
+  const Case c = golden_case("qwen3-tiny", 8);
+  mi::engine::RuntimeOptions options;
+  options.max_batch = 2;
+  options.max_context = 256;
+  TestModel model(fs::path(METAINFER_TEST_DATA) / "golden" / "qwen3-tiny", options);
+  mi::runtime::SchedulerLimits limits;
+  limits.max_batch = 2;
+  limits.max_context = 256;
+  limits.kv_blocks = 11;  // p2 (150 + 8 tokens) needs 10 blocks: it cannot run next to p0 or p1
+  const auto results = mi::engine::generate(model, nullptr, limits, c.requests);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const std::vector<int32_t> expected(c.greedy[i].begin(), c.greedy[i].begin() + 8);
+    EXPECT_EQ(results[i].output_ids, expected) << "request " << i;
+  }
+  EXPECT_EQ(TestModel::live_sequences, 0);
+}
+
+TEST(Generation, ZeroNewTokensFinishesWithoutRunningTheModel) {
+  const Case c = golden_case("qwen3-tiny", 0);
+  TestModel model(fs::path(METAINFER_TEST_DATA) / "golden" / "qwen3-tiny", {});
+  const long calls_before = TestModel::forward_calls;
+  const auto results = mi::engine::generate(model, nullptr, {}, {c.requests[0]});
+  EXPECT_TRUE(results[0].output_ids.empty());
+  EXPECT_EQ(results[0].finish_reason, mi::runtime::FinishReason::length);
+  EXPECT_EQ(TestModel::forward_calls, calls_before);
+}
+
+TEST(Generation, RejectedRequestsThrowAndLeaveNoSequence) {
+  TestModel model(fs::path(METAINFER_TEST_DATA) / "golden" / "qwen3-tiny", {});
+  GenerationRequest r;
+  r.prompt_ids = {1, 2, 3};
+  r.max_new_tokens = 4;
+  r.stop = {"x"};  // no tokenizer: stop strings cannot be checked
+  EXPECT_THROW(mi::engine::generate(model, nullptr, {}, {r}), mi::Error);
+  r.stop.clear();
+  r.max_new_tokens = 600;  // beyond the scheduler's max_context 512
+  try {
+    mi::engine::generate(model, nullptr, {}, {r});
+    ADD_FAILURE() << "expected a rejection";
+  } catch (const mi::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_context 512"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(TestModel::live_sequences, 0);
+}
+
+// ---- StopTextFilter --------------------------------------------------------------------------------------------
+
+std::string feed_all(StopTextFilter& f, const std::vector<std::string>& pieces) {
+  std::string out;
+  for (const std::string& p : pieces) out += f.push(p);
+  return out + f.finish();
+}
+
+TEST(StopText, NoStopStringsPassesTextThrough) {
+  StopTextFilter f({});
+  EXPECT_EQ(f.push("ab"), "ab");
+  EXPECT_EQ(f.push("c"), "c");
+  EXPECT_EQ(f.finish(), "");
+  EXPECT_FALSE(f.stopped());
+  EXPECT_EQ(f.text(), "abc");
+}
+
+TEST(StopText, HoldsPossibleStartOfStopString) {
+  StopTextFilter f({"END"});
+  EXPECT_EQ(f.push("abcE"), "abc");
+  EXPECT_EQ(f.push("N"), "");
+  EXPECT_EQ(f.push("x"), "ENx");  // not the stop string after all
+  EXPECT_FALSE(f.stopped());
+  EXPECT_EQ(f.push("E"), "");
+  EXPECT_EQ(f.finish(), "E");  // end of input: held text is final
+  EXPECT_EQ(f.text(), "abcENxE");
+}
+
+TEST(StopText, StopsBeforeStopStringAcrossPieces) {
+  StopTextFilter f({"END", "\n\n"});
+  std::string printed = f.push("one E");
+  printed += f.push("N");
+  printed += f.push("D two");
+  EXPECT_TRUE(f.stopped());
+  printed += f.push("more");
+  printed += f.finish();
+  EXPECT_EQ(printed, "one ");
+  EXPECT_EQ(f.text(), "one ");
+}
+
+TEST(StopText, EarliestOfSeveralStopStringsWins) {
+  StopTextFilter f({"cd", "b"});
+  EXPECT_EQ(feed_all(f, {"abcd"}), "a");
+  EXPECT_TRUE(f.stopped());
+}
+
+TEST(StopText, StopStringAtTheVeryStart) {
+  StopTextFilter f({"Hi"});
+  EXPECT_EQ(feed_all(f, {"H", "i there"}), "");
+  EXPECT_TRUE(f.stopped());
+}
+
+TEST(StopText, MultibyteStopString) {
+  StopTextFilter f({"é!"});
+  EXPECT_EQ(f.push("caf"), "caf");
+  EXPECT_EQ(f.push("é"), "");
+  EXPECT_EQ(f.push("!"), "");
+  EXPECT_TRUE(f.stopped());
+  EXPECT_EQ(f.text(), "caf");
+}
+
+TEST(StopText, EmptyStopStringIsAnError) { EXPECT_THROW(StopTextFilter({""}), mi::Error); }
+
+}  // namespace
