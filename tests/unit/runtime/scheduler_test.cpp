@@ -1,0 +1,294 @@
+// Scheduler (ckb/contracts/scheduler.toml): the request state machine, chunked prefill step counting, admission
+// by max_batch and KV blocks, rejection, finishing on EOS / stop / length, freeing, and the BUG-004-2 invariant
+// that every step advances every running request by exactly one chunk or one token.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <numeric>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "runtime/scheduler.h"
+
+namespace {
+
+using mi::runtime::FinishReason;
+using mi::runtime::Request;
+using mi::runtime::RequestState;
+using mi::runtime::Scheduler;
+using mi::runtime::SchedulerLimits;
+using mi::runtime::StepPlan;
+using mi::runtime::TokenResult;
+
+SchedulerLimits limits(int max_batch, int max_context, int chunk = 0, int block = 16) {
+  SchedulerLimits l;
+  l.max_batch = max_batch;
+  l.max_context = max_context;
+  l.chunked_prefill = chunk;
+  l.kv_block_size = block;
+  return l;
+}
+
+Request request(int prompt_tokens, int max_new_tokens, std::vector<int32_t> eos = {}) {
+  Request r;
+  r.prompt_ids.resize(std::size_t(prompt_tokens));
+  std::iota(r.prompt_ids.begin(), r.prompt_ids.end(), 1);
+  r.max_new_tokens = max_new_tokens;
+  r.eos_ids = std::move(eos);
+  return r;
+}
+
+// Samples token `token` for every request that samples in the plan.
+std::vector<TokenResult> tokens_for(const StepPlan& plan, int32_t token = 7) {
+  std::vector<TokenResult> out;
+  for (const auto& p : plan.prefills)
+    if (p.last) out.push_back({p.request, token});
+  for (const int id : plan.decodes) out.push_back({id, token});
+  return out;
+}
+
+TEST(Scheduler, StateMachineWaitingPrefillingDecodingFinished) {
+  Scheduler s(limits(1, 64));
+  const int id = s.submit(request(5, 3));
+  EXPECT_EQ(s.status(id).state, RequestState::waiting);
+  EXPECT_TRUE(s.has_work());
+
+  const StepPlan& p1 = s.next_step();
+  EXPECT_EQ(p1.admitted, std::vector<int>{id});
+  ASSERT_EQ(p1.prefills.size(), 1u);
+  EXPECT_EQ(p1.prefills[0].first, 0);
+  EXPECT_EQ(p1.prefills[0].count, 5);
+  EXPECT_TRUE(p1.prefills[0].last);
+  EXPECT_TRUE(p1.decodes.empty());
+  EXPECT_EQ(s.status(id).state, RequestState::prefilling);
+  EXPECT_TRUE(s.complete_step(tokens_for(p1, 10)).empty());
+  EXPECT_EQ(s.status(id).state, RequestState::decoding);
+  EXPECT_EQ(s.status(id).prefilled, 5);
+
+  const StepPlan& p2 = s.next_step();
+  EXPECT_TRUE(p2.admitted.empty());
+  EXPECT_TRUE(p2.prefills.empty());
+  EXPECT_EQ(p2.decodes, std::vector<int>{id});
+  EXPECT_TRUE(s.complete_step(tokens_for(p2, 11)).empty());
+
+  const StepPlan& p3 = s.next_step();
+  EXPECT_EQ(s.complete_step(tokens_for(p3, 12)), std::vector<int>{id});
+  EXPECT_EQ(s.status(id).state, RequestState::finished);
+  EXPECT_EQ(s.status(id).finish_reason, FinishReason::length);
+  EXPECT_EQ(s.status(id).output_ids, (std::vector<int32_t>{10, 11, 12}));
+  EXPECT_FALSE(s.has_work());
+  EXPECT_TRUE(s.next_step().empty());
+}
+
+TEST(Scheduler, ChunkedPrefillStepCount) {
+  // prompt 10 in chunks of 4: 3 prefill steps (4, 4, 2; the last samples the first token) + 5 decode steps
+  Scheduler s(limits(1, 64, 4));
+  const int id = s.submit(request(10, 6));
+  std::vector<std::pair<int, int>> chunks;
+  int steps = 0, decode_steps = 0;
+  while (s.has_work()) {
+    const StepPlan& plan = s.next_step();
+    ++steps;
+    for (const auto& p : plan.prefills) {
+      chunks.push_back({p.first, p.count});
+      EXPECT_EQ(p.last, p.first + p.count == 10);
+    }
+    decode_steps += int(plan.decodes.size());
+    s.complete_step(tokens_for(plan));
+  }
+  EXPECT_EQ(chunks, (std::vector<std::pair<int, int>>{{0, 4}, {4, 4}, {8, 2}}));
+  EXPECT_EQ(decode_steps, 5);
+  EXPECT_EQ(steps, 8);
+  EXPECT_EQ(s.status(id).output_ids.size(), 6u);
+  EXPECT_EQ(s.status(id).prefilled, 10);
+}
+
+TEST(Scheduler, ChunkEqualToPromptAndLargerThanPromptIsOneStep) {
+  for (const int chunk : {8, 100}) {
+    Scheduler s(limits(1, 64, chunk));
+    s.submit(request(8, 1));
+    const StepPlan& plan = s.next_step();
+    ASSERT_EQ(plan.prefills.size(), 1u);
+    EXPECT_EQ(plan.prefills[0].count, 8);
+    EXPECT_TRUE(plan.prefills[0].last);
+    s.complete_step(tokens_for(plan));
+    EXPECT_FALSE(s.has_work());
+  }
+}
+
+// BUG-004-2: with many requests of different lengths arriving over time, every step plans each running request
+// exactly once, and the number of steps each request spends running is exactly its chunk count + tokens - 1.
+TEST(Scheduler, EveryStepAdvancesEveryRunningRequestByOne) {
+  Scheduler s(limits(3, 128, 5));
+  std::map<int, int> steps_running, expected_steps;
+  const std::vector<std::pair<int, int>> shapes{{1, 4}, {12, 2}, {5, 9}, {23, 1}, {7, 7}, {16, 3}, {2, 12}};
+  std::size_t next_submit = 0;
+  int step = 0;
+  while (next_submit < shapes.size() || s.has_work()) {
+    if (next_submit < shapes.size() && step % 2 == 0) {  // a request arrives every other step
+      const auto [prompt, gen] = shapes[next_submit++];
+      const int id = s.submit(request(prompt, gen));
+      expected_steps[id] = (prompt + 4) / 5 + gen - 1;
+    }
+    const int running_before_admission = s.running();
+    const StepPlan& plan = s.next_step();
+    std::multiset<int> planned;
+    for (const auto& p : plan.prefills) planned.insert(p.request);
+    for (const int id : plan.decodes) planned.insert(id);
+    EXPECT_EQ(int(planned.size()), running_before_admission + int(plan.admitted.size()));
+    EXPECT_EQ(int(planned.size()), s.running());
+    EXPECT_LE(s.running(), 3);
+    for (const int id : planned) {
+      EXPECT_EQ(planned.count(id), 1u) << "request " << id << " planned twice";
+      ++steps_running[id];
+    }
+    s.complete_step(tokens_for(plan));
+    ++step;
+    ASSERT_LT(step, 1000) << "scheduler does not make progress";
+  }
+  EXPECT_EQ(steps_running, expected_steps);
+  EXPECT_EQ(s.free_kv_blocks(), s.limits().kv_blocks);
+}
+
+TEST(Scheduler, AdmissionLimitedByMaxBatchInArrivalOrder) {
+  Scheduler s(limits(2, 64));
+  const int a = s.submit(request(3, 1)), b = s.submit(request(3, 3)), c = s.submit(request(3, 1));
+  const StepPlan& p1 = s.next_step();
+  EXPECT_EQ(p1.admitted, (std::vector<int>{a, b}));
+  EXPECT_EQ(s.status(c).state, RequestState::waiting);
+  EXPECT_EQ(s.waiting(), 1);
+  EXPECT_EQ(s.complete_step(tokens_for(p1)), std::vector<int>{a});  // a is done after one token
+  const StepPlan& p2 = s.next_step();
+  EXPECT_EQ(p2.admitted, std::vector<int>{c});
+  EXPECT_EQ(p2.decodes, std::vector<int>{b});
+  ASSERT_EQ(p2.prefills.size(), 1u);
+  EXPECT_EQ(p2.prefills[0].request, c);
+}
+
+TEST(Scheduler, AdmissionWaitsForKvBlocksFirstComeFirstServed) {
+  SchedulerLimits l = limits(4, 64, 0, 4);
+  l.kv_blocks = 6;
+  Scheduler s(l);
+  const int a = s.submit(request(10, 6));  // 16 tokens: 4 blocks
+  const int b = s.submit(request(6, 2));   // 8 tokens: 2 blocks
+  const int c = s.submit(request(1, 1));   // 1 block: waits, the pool is full
+  const int d = s.submit(request(2, 1));   // 1 block: no room left
+  const StepPlan& p1 = s.next_step();
+  EXPECT_EQ(p1.admitted, (std::vector<int>{a, b}));
+  EXPECT_EQ(s.free_kv_blocks(), 0);
+  EXPECT_EQ(s.status(c).state, RequestState::waiting);
+  EXPECT_EQ(s.status(d).state, RequestState::waiting);
+  s.complete_step(tokens_for(p1));
+  const StepPlan& p2 = s.next_step();
+  EXPECT_TRUE(p2.admitted.empty());
+  EXPECT_EQ(s.complete_step(tokens_for(p2)), std::vector<int>{b});  // b: 2 tokens
+  EXPECT_EQ(s.free_kv_blocks(), 2);
+  const StepPlan& p3 = s.next_step();
+  EXPECT_EQ(p3.admitted, (std::vector<int>{c, d}));
+  EXPECT_EQ(s.free_kv_blocks(), 0);
+}
+
+TEST(Scheduler, DefaultKvPoolHoldsMaxBatchFullContexts) {
+  Scheduler s(limits(3, 100, 0, 16));
+  EXPECT_EQ(s.limits().kv_blocks, 3 * 7);
+  EXPECT_EQ(s.free_kv_blocks(), 21);
+}
+
+TEST(Scheduler, RejectsRequestsThatCanNeverFit) {
+  Scheduler s(limits(1, 64));
+  try {
+    s.submit(request(60, 10));
+    ADD_FAILURE() << "expected a rejection";
+  } catch (const mi::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("prompt of 60 tokens"), std::string::npos) << m;
+    EXPECT_NE(m.find("max_new_tokens 10"), std::string::npos) << m;
+    EXPECT_NE(m.find("max_context 64"), std::string::npos) << m;
+  }
+  EXPECT_THROW(s.submit(request(0, 1)), mi::Error);
+  EXPECT_THROW(s.submit(request(3, -1)), mi::Error);
+  EXPECT_NO_THROW(s.submit(request(60, 4)));  // exactly max_context
+  SchedulerLimits small = limits(2, 64, 0, 16);
+  small.kv_blocks = 2;
+  Scheduler t(small);
+  EXPECT_THROW(t.submit(request(30, 10)), mi::Error);  // 3 blocks > whole pool
+  EXPECT_FALSE(t.has_work());
+}
+
+TEST(Scheduler, BadLimitsAreErrors) {
+  EXPECT_THROW(Scheduler(limits(0, 64)), mi::Error);
+  EXPECT_THROW(Scheduler(limits(1, 0)), mi::Error);
+  EXPECT_THROW(Scheduler(limits(1, 64, -1)), mi::Error);
+  EXPECT_THROW(Scheduler(limits(1, 64, 0, 0)), mi::Error);
+}
+
+TEST(Scheduler, FinishesOnEosAndStopAndFreesTheSlot) {
+  Scheduler s(limits(2, 64));
+  const int e = s.submit(request(2, 10, {99, 100}));
+  const int t = s.submit(request(2, 10, {99}));
+  const StepPlan& p1 = s.next_step();
+  std::vector<TokenResult> r{{e, 5}, {t, 6}};
+  EXPECT_TRUE(s.complete_step(r).empty());
+  s.next_step();
+  r = {{e, 100}, {t, 8, /*stop=*/true}};
+  EXPECT_EQ(s.complete_step(r), (std::vector<int>{e, t}));
+  EXPECT_EQ(s.status(e).finish_reason, FinishReason::eos);
+  EXPECT_EQ(s.status(e).output_ids, (std::vector<int32_t>{5, 100}));  // the EOS id is kept
+  EXPECT_EQ(s.status(t).finish_reason, FinishReason::stop);
+  EXPECT_EQ(s.running(), 0);
+  EXPECT_EQ(s.free_kv_blocks(), s.limits().kv_blocks);
+  EXPECT_FALSE(s.has_work());
+  (void)p1;
+}
+
+TEST(Scheduler, EosWinsOverStopAndLength) {
+  Scheduler s(limits(1, 64));
+  const int id = s.submit(request(2, 1, {3}));
+  s.next_step();
+  const std::vector<TokenResult> r{{id, 3, true}};
+  s.complete_step(r);
+  EXPECT_EQ(s.status(id).finish_reason, FinishReason::eos);
+}
+
+TEST(Scheduler, ZeroMaxNewTokensFinishesAtSubmit) {
+  Scheduler s(limits(1, 64));
+  const int id = s.submit(request(4, 0));
+  EXPECT_EQ(s.status(id).state, RequestState::finished);
+  EXPECT_EQ(s.status(id).finish_reason, FinishReason::length);
+  EXPECT_FALSE(s.has_work());
+}
+
+TEST(Scheduler, CompleteStepChecksResultsAgainstThePlan) {
+  Scheduler s(limits(2, 64, 2));
+  const int a = s.submit(request(4, 3)), b = s.submit(request(1, 3));
+  const StepPlan& plan = s.next_step();  // a: chunk [0,2) (no token), b: whole prompt (samples)
+  EXPECT_THROW(s.next_step(), mi::Error);  // previous step not completed
+  const std::vector<TokenResult> none;
+  const std::vector<TokenResult> for_a{{a, 1}};
+  const std::vector<TokenResult> twice{{b, 1}, {b, 2}};
+  const std::vector<TokenResult> stranger{{b, 1}, {42, 2}};
+  EXPECT_THROW(s.complete_step(none), mi::Error);
+  EXPECT_THROW(s.complete_step(for_a), mi::Error);
+  EXPECT_THROW(s.complete_step(twice), mi::Error);
+  EXPECT_THROW(s.complete_step(stranger), mi::Error);
+  EXPECT_EQ(s.status(a).prefilled, 0);  // failed completions change nothing
+  EXPECT_TRUE(s.status(b).output_ids.empty());
+  EXPECT_NO_THROW(s.complete_step(tokens_for(plan)));
+  EXPECT_EQ(s.status(a).prefilled, 2);
+  EXPECT_EQ(s.status(b).output_ids.size(), 1u);
+}
+
+TEST(Scheduler, ReleaseForgetsOnlyFinishedRequests) {
+  Scheduler s(limits(1, 64));
+  const int a = s.submit(request(2, 1));
+  EXPECT_THROW(s.release(a), mi::Error);  // still waiting
+  const StepPlan& plan = s.next_step();
+  s.complete_step(tokens_for(plan));
+  EXPECT_NO_THROW(s.release(a));
+  EXPECT_THROW(s.status(a), mi::Error);
+  EXPECT_THROW(s.status(12345), mi::Error);
+}
+
+}  // namespace
