@@ -58,8 +58,9 @@ inline void dp_block(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, fl
 template <int T>
 inline void dp_rows(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int rows,
                     int cols) {
+  constexpr int R = impl::kDotRows<T>;
   int r = 0;
-  for (; r + 4 <= rows; r += 4) dp_block<4, T>(w + size_t(r) * ld, ld, x, ldx, y + r, ldy, cols);
+  for (; r + R <= rows; r += R) dp_block<R, T>(w + size_t(r) * ld, ld, x, ldx, y + r, ldy, cols);
   for (; r < rows; ++r) dp_block<1, T>(w + size_t(r) * ld, ld, x, ldx, y + r, ldy, cols);
 }
 
