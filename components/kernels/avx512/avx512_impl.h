@@ -12,7 +12,9 @@
 // GCC 12 reports -Wuninitialized inside its own AVX-512 headers (the _mm512_undefined_* idiom, GCC bug 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstddef>
