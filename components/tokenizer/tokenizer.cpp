@@ -123,7 +123,7 @@ Tokenizer Tokenizer::load(const std::filesystem::path& dir) {
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special) const {
-  decode_utf8_strict(text, "tokenizer: input text");  // validate once; later stages assume valid UTF-8
+  validate_utf8(text, "tokenizer: input text");  // once; later stages assume valid UTF-8
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 4);
   impl_->encode_plain(text, &ids);

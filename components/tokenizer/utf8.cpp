@@ -105,6 +105,20 @@ std::u32string decode_utf8_strict(std::string_view text, std::string_view what, 
   return out;
 }
 
+void validate_utf8(std::string_view text, std::string_view what) {
+  size_t pos = 0;
+  char32_t cp = 0;
+  while (pos < text.size()) {
+    if (static_cast<uint8_t>(text[pos]) < 0x80) {
+      ++pos;
+      continue;
+    }
+    const size_t n = decode_utf8_at(text, pos, &cp);
+    if (n == 0) fail(what, ": not valid UTF-8 at byte ", pos);
+    pos += n;
+  }
+}
+
 size_t incomplete_utf8_suffix_length(std::string_view bytes) {
   // A sequence is at most 4 bytes, so an incomplete one starts within the last 3 bytes.
   const size_t lookback = bytes.size() < 3 ? bytes.size() : 3;

@@ -24,6 +24,9 @@ size_t decode_utf8_at(std::string_view bytes, size_t pos, char32_t* cp);
 std::u32string decode_utf8_strict(std::string_view text, std::string_view what,
                                   std::vector<size_t>* byte_offsets = nullptr);
 
+// Throws mi::Error (prefixed by `what`, naming the byte offset) unless `text` is valid UTF-8. No allocation.
+void validate_utf8(std::string_view text, std::string_view what);
+
 // Number of bytes at the end of `bytes` that form an incomplete but so-far valid UTF-8 sequence (a prefix that
 // more bytes could complete), 0..3. A streaming decoder holds these back.
 size_t incomplete_utf8_suffix_length(std::string_view bytes);

@@ -55,7 +55,7 @@ class CliTokenizer : public ::testing::Test {
     std::string cmd = shell_quote(METAINFER_BINARY);
     for (const auto& a : args) cmd += " " + shell_quote(a);
     const fs::path out = tmp_ / "stdout", err = tmp_ / "stderr";
-    cmd += " >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string());
+    cmd.append(" >").append(shell_quote(out.string())).append(" 2>").append(shell_quote(err.string()));
     const int status = std::system(cmd.c_str());
     RunResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
