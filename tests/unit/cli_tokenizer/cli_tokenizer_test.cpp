@@ -53,7 +53,7 @@ class CliTokenizer : public ::testing::Test {
 
   RunResult run(const std::vector<std::string>& args) {
     std::string cmd = shell_quote(METAINFER_BINARY);
-    for (const auto& a : args) cmd += " " + shell_quote(a);
+    for (const auto& a : args) cmd.append(" ").append(shell_quote(a));
     const fs::path out = tmp_ / "stdout", err = tmp_ / "stderr";
     cmd.append(" >").append(shell_quote(out.string())).append(" 2>").append(shell_quote(err.string()));
     const int status = std::system(cmd.c_str());
@@ -72,7 +72,10 @@ class CliTokenizer : public ::testing::Test {
 
   static std::string join_ids(const std::vector<int32_t>& ids) {
     std::string s;
-    for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i) s.push_back(',');
+      s.append(std::to_string(ids[i]));
+    }
     return s;
   }
 
