@@ -177,6 +177,12 @@ TEST(Rope, Llama3FrequencyScaling) {
   EXPECT_GT(divided, 0);
   EXPECT_GT(blended, 0);
   EXPECT_EQ(scaled[0], 1.0);  // i = 0: frequency 1, wavelength 2*pi
+  // The table a scaled model uses holds the scaled frequencies.
+  const mi::model::RotaryTable table(128, 100, 500000.0, s);
+  for (std::size_t i = 0; i < scaled.size(); ++i) {
+    EXPECT_NEAR(table.cos(99)[i], std::cos(99 * scaled[i]), 2e-5) << i;
+    EXPECT_NEAR(table.sin(99)[i], std::sin(99 * scaled[i]), 2e-5) << i;
+  }
   EXPECT_THROW(mi::model::rotary_inv_freq(128, 5e5, mi::model::Llama3RopeScaling{8.0, 4.0, 1.0, 8192}), mi::Error);
 }
 
