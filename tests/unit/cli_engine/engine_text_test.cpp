@@ -128,6 +128,13 @@ TEST_F(EngineText, ChatEndsAtEndOfInput) {
   EXPECT_EQ(r.out, "");
 }
 
+TEST_F(EngineText, ChatTurnThatCannotFitTheContextExitsTwo) {
+  const CliRun r = run_cli(info(), {"chat", "--model", model_.string(), "--max-new-tokens", "250"}, "Hello\n");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("the conversation no longer fits"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("max_context of 256"), std::string::npos) << r.err;
+}
+
 TEST_F(EngineText, FastModeRuns) {
   const nlohmann::json j = generate_json({"--prompt", "Hi", "--max-new-tokens", "4", "--mode", "fast"});
   EXPECT_EQ(j.at("mode"), "fast");
