@@ -84,12 +84,20 @@ TEST(ChatTemplateErrors, RunawayTemplatesStop) {
   EXPECT_TRUE(contains(error_of("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", small),
                        "evaluation steps"));
   EXPECT_TRUE(contains(error_of("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"), "RecursionError"));
-  EXPECT_TRUE(contains(error_of("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"),
+  mi::chat::RenderLimits small_values;  // the same checks as the 64 MiB / 4M-item defaults, faster
+  small_values.values.max_string_bytes = 1 << 20;
+  small_values.values.max_list_items = 10'000;
+  EXPECT_TRUE(contains(error_of("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+                                small_values),
                        "MemoryError: string of"));
   EXPECT_TRUE(contains(error_of("{{ 'x' * 1000000000000 }}"), "MemoryError"));
   EXPECT_TRUE(contains(error_of("{{ range(10000000000)|length }}"), "MemoryError: list of"));
-  EXPECT_TRUE(contains(error_of("{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}"),
+  EXPECT_TRUE(contains(error_of("{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
+                                small_values),
                        "MemoryError: list of"));
+  EXPECT_TRUE(contains(error_of("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
+                                small_values),
+                       "MemoryError: string of"));
   EXPECT_TRUE(contains(error_of("{{ 2 ** 64 }}"), "OverflowError"));
   mi::chat::RenderLimits tiny_output;
   tiny_output.max_output_bytes = 1000;
