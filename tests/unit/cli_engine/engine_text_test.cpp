@@ -135,6 +135,17 @@ TEST_F(EngineText, ChatTurnThatCannotFitTheContextExitsTwo) {
   EXPECT_NE(r.err.find("max_context of 256"), std::string::npos) << r.err;
 }
 
+TEST_F(EngineText, InvalidUtf8PromptExitsTwo) {
+  for (const bool chat : {false, true}) {
+    std::vector<std::string> args{"generate", "--model", model_.string(), "--prompt", "abc\xff", "--max-new-tokens", "1"};
+    if (chat) args.push_back("--chat");
+    const CliRun r = run_cli(info(), args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find("--prompt"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
 TEST_F(EngineText, FastModeRuns) {
   const nlohmann::json j = generate_json({"--prompt", "Hi", "--max-new-tokens", "4", "--mode", "fast"});
   EXPECT_EQ(j.at("mode"), "fast");
