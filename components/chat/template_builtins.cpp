@@ -7,6 +7,8 @@
 #include <functional>
 #include <map>
 
+#include <utf8proc.h>
+
 #include "chat/python_text.h"
 #include "chat/template_args.h"
 #include "chat/template_error.h"
@@ -76,6 +78,7 @@ bool python_float_syntax(const std::string& text) {
   std::string lower = py::to_lower(text);
   if (!lower.empty() && (lower[0] == '+' || lower[0] == '-')) lower.erase(0, 1);
   if (lower == "inf" || lower == "infinity" || lower == "nan") return true;
+  if (lower.empty()) return false;
   for (char c : lower) {
     if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == '+' || c == '-')) return false;
   }
@@ -93,11 +96,11 @@ std::optional<int64_t> parse_int(const std::string& raw) {
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(digits.c_str(), &end, 10);
-  if (end && *end == '\0' && errno == 0) return v;
+  if (end == digits.c_str() + digits.size() && errno == 0) return v;
   if (!python_float_syntax(text)) return std::nullopt;
   errno = 0;
   const double d = std::strtod(text.c_str(), &end);
-  if (end && *end == '\0' && errno == 0 && std::isfinite(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
+  if (end == text.c_str() + text.size() && errno == 0 && std::isfinite(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
   return std::nullopt;
 }
 
@@ -106,7 +109,7 @@ std::optional<double> parse_float(const std::string& raw) {
   if (text.empty() || !python_float_syntax(text)) return std::nullopt;
   char* end = nullptr;
   const double d = std::strtod(text.c_str(), &end);
-  if (end && *end == '\0') return d;
+  if (end == text.c_str() + text.size()) return d;
   return std::nullopt;
 }
 
@@ -251,6 +254,7 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
     });
     t["float"] = with_params("float", {"default"}, [](const Value& v, A a) {
       const Value fallback = a.has(0) ? *a.get(0) : Value::number(0.0);
+      v.require_defined();  // float(Undefined) raises in Jinja2
       if (v.is_number()) return Value::number(v.as_double());
       if (v.is_string()) {
         if (auto d = parse_float(v.as_string())) return Value::number(*d);
@@ -260,6 +264,7 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
     t["int"] = with_params("int", {"default", "base"}, [](const Value& v, A a) {
       const Value fallback = a.has(0) ? *a.get(0) : Value::integer(0);
       if (a.int_or(1, 10) != 10) value_fail("FilterArgumentError: int filter with a base other than 10 is not supported");
+      v.require_defined();  // int(Undefined) raises in Jinja2
       if (v.is_int() || v.is_bool()) return Value::integer(v.as_int());
       if (v.is_float()) {
         const double d = v.as_double();
@@ -328,13 +333,15 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
         }
         return Value::list(std::move(out));
       }
+      const std::vector<Value> items = iterate(v);
+      if (items.empty()) return Value::list({});  // Jinja2's map is lazy: nothing to map, nothing checked
       if (args.positional.empty() || !args.positional[0].is_string()) {
         value_fail("FilterArgumentError: map requires a filter argument");
       }
       const std::string name = args.positional[0].as_string();
       if (!has_filter(name)) value_fail("TemplateRuntimeError: No filter named '", name, "'");
       const CallArgs filter_args = rest_args(args, 1);
-      for (const Value& item : iterate(v)) out.push_back(apply_filter(name, item, filter_args));
+      for (const Value& item : items) out.push_back(apply_filter(name, item, filter_args));
       return Value::list(std::move(out));
     };
     t["select"] = [](const Value& v, const CallArgs& args) { return Value::list(select_items(v, args, true, false, "select")); };
@@ -439,7 +446,17 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
       return Value::string(std::string(static_cast<size_t>(left), ' ') + text + std::string(static_cast<size_t>(pad - left), ' '));
     });
     t["wordcount"] = with_params("wordcount", {}, [](const Value& v, A) {
-      return Value::integer(static_cast<int64_t>(py::split(v.to_output(), std::nullopt, -1).size()));
+      // Jinja2 counts matches of the regex \w+ (Unicode letters, digits and underscore).
+      int64_t words = 0;
+      bool in_word = false;
+      for (char32_t c : py::decode_utf8(v.to_output())) {
+        const auto category = utf8proc_category(static_cast<utf8proc_int32_t>(c));
+        const bool word_char = c == U'_' || (category >= UTF8PROC_CATEGORY_LU && category <= UTF8PROC_CATEGORY_LO) ||
+                               (category >= UTF8PROC_CATEGORY_ND && category <= UTF8PROC_CATEGORY_NO);
+        if (word_char && !in_word) ++words;
+        in_word = word_char;
+      }
+      return Value::integer(words);
     });
     return t;
   }();
@@ -499,7 +516,8 @@ const std::map<std::string, TestFn, std::less<>>& tests() {
     t["sequence"] = plain_test("sequence", [](const Value& v) {
       return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict();
     });
-    t["callable"] = plain_test("callable", [](const Value& v) { return v.is_callable(); });
+    // Jinja2's Undefined defines __call__ (to raise), so Python's callable() is true for it.
+    t["callable"] = plain_test("callable", [](const Value& v) { return v.is_callable() || v.is_undefined(); });
     t["escaped"] = plain_test("escaped", [](const Value&) { return false; });
     t["odd"] = test_with_params("odd", {}, [](const Value& v, A) { return (require_int(v, "odd test value") & 1) != 0; });
     t["even"] = test_with_params("even", {}, [](const Value& v, A) { return (require_int(v, "even test value") & 1) == 0; });
@@ -564,6 +582,8 @@ Value range_function(const CallArgs& args) {
   const __int128 span = step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
   const __int128 abs_step = step > 0 ? step : -static_cast<__int128>(step);
   const __int128 count = span <= 0 ? 0 : (span + abs_step - 1) / abs_step;
+  // Jinja2's sandbox refuses ranges longer than its MAX_RANGE.
+  if (count > 100000) value_fail("OverflowError: Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
   if (count > static_cast<__int128>(value_limits().max_list_items)) check_list_size(value_limits().max_list_items + 1);
   std::vector<Value> items;
   items.reserve(static_cast<size_t>(count));

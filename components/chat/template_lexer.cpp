@@ -1,6 +1,7 @@
 #include "chat/template_lexer.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "chat/python_text.h"
 
@@ -241,6 +242,9 @@ class Lexer {
         is_float = true;
       }
     }
+    if (!is_float && text.size() > 1 && text[0] == '0' && text.find_first_not_of('0') != std::string::npos) {
+      error_at(start, "leading zeros in an integer literal ('" + text + "')");  // as in Jinja2 and Python
+    }
     tokens_.push_back(Token{is_float ? TokenKind::kFloat : TokenKind::kInteger, text, position(start)});
   }
 
@@ -306,6 +310,20 @@ class Lexer {
               code = code * 8 + static_cast<uint32_t>(source_[pos_++] - '0');
             }
             py::append_utf8(value, static_cast<char32_t>(code));
+          } else if (static_cast<unsigned char>(e) >= 0x80) {
+            // Jinja2 decodes literals with s.encode("ascii", "backslashreplace").decode("unicode-escape"):
+            // a backslash before a non-ASCII character keeps the backslash and spells the character as
+            // its escape (\é -> \\xe9 -> the four characters \xe9).
+            --pos_;
+            const size_t len = utf8_length(static_cast<unsigned char>(e));
+            const std::u32string cp = py::decode_utf8(std::string_view(source_).substr(pos_, len));
+            pos_ += len;
+            char buffer[16];
+            const unsigned c = cp.empty() ? 0xFFFD : static_cast<unsigned>(cp[0]);
+            if (c <= 0xFF) std::snprintf(buffer, sizeof buffer, "\\x%02x", c);
+            else if (c <= 0xFFFF) std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+            else std::snprintf(buffer, sizeof buffer, "\\U%08x", c);
+            value += buffer;
           } else {
             value.push_back('\\');  // unknown escapes stay as written, like Python
             --pos_;

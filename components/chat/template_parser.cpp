@@ -363,7 +363,11 @@ class Parser {
       if (!at_operator(",")) break;
       target.unpack = true;
       advance();
-      if (current().kind != TokenKind::kName) break;  // trailing comma
+      if (current().kind != TokenKind::kName) {
+        // `for a, in x` is a one-element tuple; Jinja2's set does not accept a trailing comma.
+        if (allow_namespace) error(current(), "unexpected " + describe(current()) + " after ',' in '{% set %}'");
+        break;
+      }
     }
     if (parenthesized) {
       expect_operator(")");
