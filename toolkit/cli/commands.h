@@ -16,6 +16,8 @@ void register_platform_command(CLI::App& app, int& exit_code);
 void register_ckb_command(CLI::App& app, int& exit_code);
 void register_plan_command(CLI::App& app, int& exit_code);
 void register_synth_model_command(CLI::App& app, int& exit_code);
+void register_generate_command(CLI::App& app, int& exit_code);
+void register_verify_command(CLI::App& app, int& exit_code);
 void register_tokenize_commands(CLI::App& app, int& exit_code);
 void register_chat_template_command(CLI::App& app, int& exit_code);
 // Added by later work (one line each in main.cpp): tokenize, detokenize, chat-template, generate, verify.

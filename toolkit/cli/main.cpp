@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   mi::cli::register_ckb_command(app, exit_code);
   mi::cli::register_plan_command(app, exit_code);
   mi::cli::register_synth_model_command(app, exit_code);
+  mi::cli::register_generate_command(app, exit_code);
+  mi::cli::register_verify_command(app, exit_code);
   mi::cli::register_tokenize_commands(app, exit_code);
   mi::cli::register_chat_template_command(app, exit_code);
 

@@ -1,0 +1,77 @@
+// `metainfer generate <constraints.toml> [-o DIR] [--json] [overrides...]`: coverage, then a standalone engine
+// directory, built and accepted only through the gates. Exit 0 PASS_VERIFIED, 1 a gate failed, 2 bad input,
+// 3 not covered (the gap report is printed).
+#include <chrono>
+#include <iostream>
+
+#include "ckb/ckb.h"
+#include "common/error.h"
+#include "cli/commands.h"
+#include "constraints/constraints.h"
+#include "coverage/coverage.h"
+#include "gates/gates.h"
+#include "generator/generator.h"
+#include "platform/cpu_info.h"
+
+namespace mi::cli {
+
+void print_report(const gates::Report& report, const generator::Engine& engine, bool json, std::ostream& out);
+
+void register_generate_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("generate", "Generate, build and verify a single-path engine for the constraints");
+  struct Options {
+    std::string file, out, ckb_dir = ckb::default_ckb_dir().string(), fault, fault_trace;
+    constraints::Overrides overrides;
+    std::vector<std::string> golden;
+    bool json = false, force = false, no_verify = false;
+  };
+  auto opts = std::make_shared<Options>();
+  cmd->add_option("constraints", opts->file, "constraints file (TOML); optional when --model is given");
+  constraints::add_override_options(cmd, opts->overrides);
+  cmd->add_option("-o,--out", opts->out, "engine directory (default: engines/<checkpoint>-<kernel level>)");
+  cmd->add_option("--golden", opts->golden, "golden case directories for PASS_VERIFIED (default: tests/data/golden cases of the same shape)");
+  cmd->add_flag("--json", opts->json, "print the result as JSON (last line: engine_dir, binary, state)");
+  cmd->add_flag("--force", opts->force, "write into a non-empty directory that is not an engine");
+  cmd->add_flag("--no-verify", opts->no_verify, "write the sources only: no build, no gates");
+  cmd->add_option("--ckb", opts->ckb_dir, "CKB directory");
+  cmd->add_option("--inject-fault", opts->fault, "TEST ONLY: attention_scale | fixed_output (shows gates failing)");
+  cmd->add_option("--fault-trace", opts->fault_trace, "TEST ONLY: trace.json the fixed_output fault prints");
+  cmd->callback([opts, &exit_code] {
+    std::optional<std::filesystem::path> file;
+    if (!opts->file.empty()) file = opts->file;
+    const constraints::Constraints c = constraints::resolve(file, opts->overrides);
+    const ckb::Ckb ckb = ckb::load(opts->ckb_dir);
+    const coverage::Plan plan = coverage::detect(ckb, c, platform::detect_cpu());
+    if (!plan.covered) {
+      if (opts->json) std::cout << nlohmann::json{{"state", "NOT_COVERED"}, {"plan", plan.to_json()}}.dump() << "\n";
+      else std::cout << plan.to_text();
+      exit_code = kExitNotCovered;
+      return;
+    }
+    if (opts->fault != "" && opts->fault != "attention_scale" && opts->fault != "fixed_output")
+      throw mi::Error("--inject-fault: expected attention_scale or fixed_output, got \"" + opts->fault + "\"");
+    if (opts->fault == "fixed_output" && opts->fault_trace.empty()) throw mi::Error("--inject-fault fixed_output needs --fault-trace");
+    generator::GenerateOptions go;
+    go.out = opts->out.empty() ? std::filesystem::path("engines") / generator::engine_name(plan) : std::filesystem::path(opts->out);
+    go.force = opts->force;
+    go.fault = opts->fault;
+    go.fault_trace = opts->fault_trace;
+    const auto t0 = std::chrono::steady_clock::now();
+    const generator::Engine engine = generator::write_engine(ckb, plan, go);
+    const double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!opts->json) std::cerr << "generated " << engine.dir.string() << " (" << engine.manifest.at("files").size() << " files, " << gen_s << " s)\n";
+    if (opts->no_verify) {
+      std::cout << nlohmann::json{{"engine_dir", engine.dir.string()}, {"binary", engine.binary.string()}, {"state", "GENERATED"}}.dump() << "\n";
+      exit_code = kExitOk;
+      return;
+    }
+    gates::GateOptions gopts;
+    gopts.threads = plan.threads;
+    for (const auto& gdir : opts->golden) gopts.golden_cases.push_back(gdir);
+    const gates::Report report = gates::verify_engine(engine, gopts);
+    print_report(report, engine, opts->json, std::cout);
+    exit_code = report.state == "PASS_VERIFIED" ? kExitOk : kExitFailure;
+  });
+}
+
+}  // namespace mi::cli

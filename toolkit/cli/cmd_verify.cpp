@@ -1,0 +1,50 @@
+// `metainfer verify DIR [--golden CASE_DIR ...] [--only GATE] [--json]`: run the gates on an engine directory.
+#include <iostream>
+
+#include "cli/commands.h"
+#include "gates/gates.h"
+#include "generator/generator.h"
+
+namespace mi::cli {
+
+void print_report(const gates::Report& report, const generator::Engine& engine, bool json, std::ostream& out) {
+  if (json) {
+    nlohmann::json j = report.to_json();
+    j["engine_dir"] = engine.dir.string();
+    j["binary"] = engine.binary.string();
+    j["report"] = (engine.dir / "reports" / "verification.json").string();
+    out << j.dump() << "\n";
+    return;
+  }
+  for (const auto& g : report.gates)
+    out << (g.passed ? "  pass  " : "  FAIL  ") << g.id << "  (" << g.duration_s << " s)  " << g.summary << "\n";
+  out << report.state << "  " << engine.dir.string() << "\n  binary: " << engine.binary.string()
+      << "\n  report: " << (engine.dir / "reports" / "verification.md").string() << "\n";
+}
+
+void register_verify_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("verify", "Run the gates (L0, L1/L2 per stage, PASS_VERIFIED, L3) on an engine directory");
+  struct Options {
+    std::string dir, only;
+    std::vector<std::string> golden;
+    int threads = 2;
+    bool json = false;
+  };
+  auto opts = std::make_shared<Options>();
+  cmd->add_option("engine_dir", opts->dir, "engine directory (holds MANIFEST.json)")->required();
+  cmd->add_option("--golden", opts->golden, "golden case directories (default: tests/data/golden cases of the same shape)");
+  cmd->add_option("--only", opts->only, "run only gates whose id starts with this (e.g. L0, L1, PASS_VERIFIED, L3)");
+  cmd->add_option("--threads", opts->threads, "engine threads for the gate runs")->capture_default_str();
+  cmd->add_flag("--json", opts->json, "print the report as one JSON object");
+  cmd->callback([opts, &exit_code] {
+    const generator::Engine engine = generator::load_engine(opts->dir);
+    gates::GateOptions gopts;
+    gopts.threads = opts->threads;
+    for (const auto& g : opts->golden) gopts.golden_cases.push_back(g);
+    const gates::Report report = gates::verify_engine(engine, gopts, opts->only);
+    print_report(report, engine, opts->json, std::cout);
+    exit_code = report.failed() ? kExitFailure : kExitOk;
+  });
+}
+
+}  // namespace mi::cli

@@ -1,0 +1,127 @@
+// L0 provenance (ckb/test_contracts/gates.toml).
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "common/error.h"
+#include "gates/gates.h"
+#include "generator/manifest.h"
+#include "process/subprocess.h"
+
+namespace mi::gates {
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& foreign_framework_deny_list() {
+  static const std::vector<std::string> deny = {"libtorch", "libc10", "libggml", "libllama", "libvllm",
+                                                "libonnxruntime", "libtensorflow", "libopenvino", "libmkl",
+                                                "libdnnl", "libctranslate2", "libpython"};
+  return deny;
+}
+
+// ELF64 little-endian (System V gABI): section headers -> SHT_DYNAMIC -> DT_NEEDED offsets into its string table.
+std::vector<std::string> elf_needed_libraries(const fs::path& file) {
+  const std::string bytes = generator::read_file(file);
+  auto u16 = [&](std::size_t off) -> uint64_t {
+    if (off + 2 > bytes.size()) fail(file.string(), ": truncated ELF");
+    return uint8_t(bytes[off]) | (uint64_t(uint8_t(bytes[off + 1])) << 8);
+  };
+  auto u32 = [&](std::size_t off) -> uint64_t { return u16(off) | (u16(off + 2) << 16); };
+  auto u64 = [&](std::size_t off) -> uint64_t { return u32(off) | (u32(off + 4) << 32); };
+  if (bytes.size() < 64 || bytes.compare(0, 4, "\x7f" "ELF") != 0) fail(file.string(), ": not an ELF file");
+  if (bytes[4] != 2 || bytes[5] != 1) fail(file.string(), ": not a little-endian ELF64 file");
+  const uint64_t shoff = u64(0x28), shentsize = u16(0x3a), shnum = u16(0x3c);
+  std::vector<std::string> needed;
+  for (uint64_t i = 0; i < shnum; ++i) {
+    const std::size_t sh = std::size_t(shoff + i * shentsize);
+    if (u32(sh + 4) != 6) continue;  // SHT_DYNAMIC
+    const uint64_t offset = u64(sh + 0x18), size = u64(sh + 0x20), link = u32(sh + 0x28), entsize = u64(sh + 0x38);
+    const std::size_t strtab_sh = std::size_t(shoff + link * shentsize);
+    const uint64_t strtab = u64(strtab_sh + 0x18), strsize = u64(strtab_sh + 0x20);
+    for (uint64_t e = 0; entsize && e + entsize <= size; e += entsize) {
+      const uint64_t tag = u64(std::size_t(offset + e)), val = u64(std::size_t(offset + e + 8));
+      if (tag == 0) break;
+      if (tag != 1 || val >= strsize) continue;  // DT_NEEDED
+      const std::size_t begin = std::size_t(strtab + val);
+      const std::size_t end = bytes.find('\0', begin);
+      if (end == std::string::npos) fail(file.string(), ": corrupt ELF string table");
+      needed.push_back(bytes.substr(begin, end - begin));
+    }
+  }
+  return needed;
+}
+
+GateResult provenance_gate(const generator::Engine& engine) {
+  GateResult g{"L0_provenance", "L0", "basic_execution", false, "", {}, 0, nlohmann::json::object()};
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> problems;
+
+  // 1. The binary was built from this manifest.
+  const std::string manifest_sha = generator::sha256_file(engine.dir / "MANIFEST.json");
+  const process::RunResult v = process::run({engine.binary.string(), "--version", "--json"}, {.timeout_s = 60});
+  g.commands.push_back(v.command);
+  std::string reported;
+  try {
+    const auto j = nlohmann::json::parse(v.out.substr(0, v.out.find_last_not_of(" \n") + 1));
+    reported = j.value("manifest_sha256", "");
+  } catch (const std::exception&) {
+    problems.push_back("`--version --json` did not print a JSON object (exit " + std::to_string(v.exit_code) + "): " +
+                       process::tail(v.out + v.err, 300));
+  }
+  if (!reported.empty() && reported != manifest_sha)
+    problems.push_back("binary reports manifest " + reported + " but MANIFEST.json hashes to " + manifest_sha +
+                       " (rebuild, or the binary comes from elsewhere)");
+  g.evidence["manifest_sha256"] = manifest_sha;
+  g.evidence["binary_reports"] = reported;
+
+  // 2. Every source file is in the manifest with a matching hash; none is unlisted.
+  std::map<std::string, std::string> listed;
+  for (const auto& f : engine.manifest.at("files")) listed[f.at("path")] = f.at("sha256");
+  int checked = 0;
+  for (const auto& rel : generator::engine_source_files(engine.dir)) {
+    auto it = listed.find(rel);
+    if (it == listed.end()) {
+      problems.push_back("file " + rel + " is not in MANIFEST.json");
+      continue;
+    }
+    const std::string actual = generator::sha256_file(engine.dir / rel);
+    if (actual != it->second) problems.push_back("file " + rel + " was modified (sha256 " + actual + ", manifest " + it->second + ")");
+    listed.erase(it);
+    ++checked;
+  }
+  for (const auto& [rel, sha] : listed) problems.push_back("file " + rel + " is in MANIFEST.json but missing");
+  g.evidence["files_checked"] = checked;
+
+  // 3. No foreign inference framework among the dynamic dependencies (direct: ELF DT_NEEDED; transitive: ldd).
+  std::vector<std::string> needed;
+  try {
+    needed = elf_needed_libraries(engine.binary);
+  } catch (const Error& e) {
+    problems.push_back(e.what());
+  }
+  const process::RunResult ldd = process::run({"ldd", engine.binary.string()}, {.timeout_s = 60});
+  g.commands.push_back(ldd.command);
+  std::vector<std::string> all_libs = needed;
+  if (ldd.exit_code == 0) {
+    std::istringstream in(ldd.out);
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto s = line.find_first_not_of(" \t");
+      if (s != std::string::npos) all_libs.push_back(line.substr(s, line.find(' ', s) - s));
+    }
+  }
+  for (const auto& lib : all_libs)
+    for (const auto& deny : foreign_framework_deny_list())
+      if (lib.rfind(deny, 0) == 0) problems.push_back("the binary links " + lib + " (a foreign framework: " + deny + "*)");
+  g.evidence["dt_needed"] = needed;
+
+  g.passed = problems.empty();
+  g.evidence["problems"] = problems;
+  g.summary = g.passed ? "manifest hash matches the binary; " + std::to_string(checked) +
+                             " files match their sha256; no foreign framework linked"
+                       : problems.front() + (problems.size() > 1 ? " (+" + std::to_string(problems.size() - 1) + " more)" : "");
+  g.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return g;
+}
+
+}  // namespace mi::gates

@@ -1,0 +1,41 @@
+// The gate runner: stages in order, each gated; a failing gate stops the run and names the stage, the command and
+// the evidence (paper Appendix A.1: L0 -> L1 per stage with L2 regression -> acceptance -> L3).
+#include "gates/gates.h"
+#include "generator/manifest.h"
+
+namespace mi::gates {
+
+Report verify_engine(const generator::Engine& engine, const GateOptions& options, const std::string& only) {
+  Report report;
+  report.engine = engine.name;
+  report.manifest_sha256 = generator::sha256_file(engine.dir / "MANIFEST.json");
+  auto selected = [&](const std::string& id) { return only.empty() || id.rfind(only, 0) == 0; };
+  auto record = [&](GateResult g) {
+    report.gates.push_back(std::move(g));
+    return report.gates.back().passed;
+  };
+
+  bool ok = record(build_gate(engine, std::max(1, options.threads)));
+  if (ok && selected("L0")) ok = record(provenance_gate(engine));
+  std::vector<std::string> passed_stages;
+  for (const auto& stage : engine.stage_tests) {
+    if (!ok) break;
+    if (selected("L1") || selected("L1_stage:" + stage)) ok = record(stage_gate(engine, stage, options));
+    if (ok && !passed_stages.empty() && (selected("L2") || selected("L1"))) ok = record(regression_gate(engine, passed_stages, options));
+    passed_stages.push_back(stage);
+  }
+  if (ok && selected("PASS_VERIFIED")) ok = record(acceptance_gate(engine, options));
+  if (ok && selected("L3")) ok = record(evidence_gate(engine, options));
+
+  report.state = "PASS_VERIFIED";
+  for (const auto& g : report.gates)
+    if (!g.passed) {
+      report.state = "FAILED:" + g.id;
+      break;
+    }
+  if (!only.empty() && report.state == "PASS_VERIFIED") report.state = "PASSED:" + only;  // a partial run verifies nothing whole
+  report.write(engine.dir);
+  return report;
+}
+
+}  // namespace mi::gates

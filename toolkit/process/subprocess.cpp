@@ -1,0 +1,114 @@
+#include "process/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "common/error.h"
+
+extern char** environ;
+
+namespace mi::process {
+
+RunResult run(const std::vector<std::string>& argv, const RunOptions& options) {
+  if (argv.empty()) fail("run: empty command");
+  RunResult result;
+  for (const auto& a : argv) result.command += (result.command.empty() ? "" : " ") + a;
+
+  int out_pipe[2], err_pipe[2], in_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC) || pipe2(in_pipe, O_CLOEXEC))
+    fail("run: pipe failed: ", std::strerror(errno));
+
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (!options.env.count(key)) env_strings.push_back(kv);
+  }
+  for (const auto& [k, v] : options.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) fail("run: fork failed: ", std::strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);  // own process group, so a timeout kills the child's children too
+    dup2(in_pipe[0], 0);
+    dup2(out_pipe[1], 1);
+    dup2(options.merge_stderr ? out_pipe[1] : err_pipe[1], 2);
+    if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) _exit(126);
+    execvpe(args[0], args.data(), envp.data());
+    const std::string msg = std::string("exec failed: ") + args[0] + ": " + std::strerror(errno) + "\n";
+    (void)!write(2, msg.data(), msg.size());
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  close(in_pipe[0]);
+  if (!options.stdin_data.empty()) {
+    signal(SIGPIPE, SIG_IGN);
+    std::size_t written = 0;
+    while (written < options.stdin_data.size()) {
+      const ssize_t n = write(in_pipe[1], options.stdin_data.data() + written, options.stdin_data.size() - written);
+      if (n <= 0) break;
+      written += std::size_t(n);
+    }
+  }
+  close(in_pipe[1]);
+
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buffer[65536];
+  while (open_fds > 0) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed > options.timeout_s) {
+      result.timed_out = true;
+      kill(-pid, SIGKILL);
+      break;
+    }
+    const int ready = poll(fds, 2, 100);
+    if (ready < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        (i == 0 ? result.out : result.err).append(buffer, std::size_t(n));
+      } else {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) close(f.fd);
+  int status = 0;
+  rusage usage{};
+  while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
+  }
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.peak_rss_kb = usage.ru_maxrss;
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  return result;
+}
+
+std::string tail(const std::string& text, std::size_t max_chars) {
+  if (text.size() <= max_chars) return text;
+  return "[... " + std::to_string(text.size() - max_chars) + " characters cut ...]\n" + text.substr(text.size() - max_chars);
+}
+
+}  // namespace mi::process

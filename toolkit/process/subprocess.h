@@ -1,0 +1,33 @@
+// Running a child process the way gates must: argv (no shell), captured stdout and stderr, a wall-clock timeout
+// that kills the whole process group, the exit status, and the child's peak RSS (wait4 rusage).
+#pragma once
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mi::process {
+
+struct RunOptions {
+  std::filesystem::path cwd;                 // empty = inherit
+  std::map<std::string, std::string> env;    // added to / overriding the inherited environment
+  double timeout_s = 600;
+  bool merge_stderr = false;                 // stderr into stdout
+  std::string stdin_data;                    // written to the child's stdin, then closed
+};
+
+struct RunResult {
+  int exit_code = -1;       // exit status, or 128 + signal
+  bool timed_out = false;
+  std::string out, err;
+  double wall_s = 0;
+  long peak_rss_kb = 0;     // ru_maxrss of the child
+  std::string command;      // the argv joined, for reports
+};
+
+RunResult run(const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// The last `max_chars` characters of `text` (with a marker when cut), for evidence in reports.
+std::string tail(const std::string& text, std::size_t max_chars = 4000);
+
+}  // namespace mi::process
