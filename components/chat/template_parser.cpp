@@ -363,10 +363,8 @@ class Parser {
       if (!at_operator(",")) break;
       target.unpack = true;
       advance();
-      if (current().kind != TokenKind::kName) {
-        // `for a, in x` is a one-element tuple; Jinja2's set does not accept a trailing comma.
-        if (allow_namespace) error(current(), "unexpected " + describe(current()) + " after ',' in '{% set %}'");
-        break;
+      if (current().kind != TokenKind::kName) {  // Jinja2 rejects `a, = ...` and `for a, in ...`
+        error(current(), "expected a variable name after ',', got " + describe(current()));
       }
     }
     if (parenthesized) {

@@ -167,6 +167,13 @@ SNIPPETS = [
     ("{{ range(3)|list }}{{ range(1, 10, 3)|list }}{{ range(5, 0, -2)|list }}{{ range(5)[1] }}{{ dict(a=1, b='x') }}{{ namespace(a=1).a }}", {}),
     ("{{ raise_exception('Only user and assistant roles are supported!') }}", {}),
     ("{% if messages[0]['role'] != 'user' %}{{ raise_exception('Conversation roles must alternate') }}{% endif %}ok", {"messages": [{"role": "system"}]}),
+    # found by differential fuzzing against Jinja2
+    ("{{ 'a-b c_d é9'|wordcount }} {{ '\\é'|length }}{{ '\\é' }} {{ u is callable }} {{ '1\x00'|int(7) }} {{ ' 2 '|int }} {{ '1e3'|int }} {{ 'x'|float(1.5) }}", {}),
+    ("{{ range(100001)|length }}", {}),
+    ("{{ u|int }}", {}),
+    ("{% set a, = [1] %}", {}),
+    ("{% for a, in [[1], [2]] %}{{ a }}{% endfor %}{{ []|map(x)|list }}", {}),
+    ("{{ 007 }}", {}),
     # HF chat variables
     ("{{ bos_token }}{% for m in messages %}{{ m['role'] }}:{{ m['content']|trim }}{% if not loop.last %}\n{% endif %}{% endfor %}{% if add_generation_prompt %}>{% endif %}",
      {"bos_token": "<s>", "messages": [{"role": "user", "content": " a "}, {"role": "assistant", "content": "b"}], "add_generation_prompt": True}),
