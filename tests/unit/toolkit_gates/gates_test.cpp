@@ -1,0 +1,165 @@
+// `metainfer generate` / `verify` end to end: every dense golden case reaches PASS_VERIFIED at the AVX-512-BF16 and
+// AVX2 levels, and each gate fails when it should (tampered source, planted numerical bug, an engine printing a
+// fixed token list, a missing weight). Engines are real: generated, built with CMake from their own tree, run as
+// subprocesses.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "../toolkit_support.h"
+#include "generator/manifest.h"
+#include "io/safetensors.h"
+#include "io/safetensors_writer.h"
+#include "platform/cpu_info.h"
+
+namespace {
+namespace fs = std::filesystem;
+using mi_test::golden;
+using mi_test::metainfer;
+using nlohmann::json;
+
+bool host_runs(const std::string& platform) {
+  const auto cpu = mi::platform::detect_cpu();
+  if (platform == "x86-64-avx2") return cpu.avx2 && cpu.fma && cpu.f16c;
+  if (platform == "x86-64-avx512bf16") return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512_bf16;
+  return false;
+}
+
+json generate(const std::vector<std::string>& extra, int expected_exit, std::string* err = nullptr) {
+  std::vector<std::string> args = {"generate", "--json", "--threads", "2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto r = metainfer(args, 1800);
+  EXPECT_EQ(r.exit_code, expected_exit) << r.out << r.err;
+  if (err) *err = r.err;
+  return mi_test::last_json_line(r.out);
+}
+
+void expect_pass_verified(const std::string& platform) {
+  if (!host_runs(platform)) GTEST_SKIP() << "this CPU cannot run " << platform << "; not verified here";
+  mi_test::TempDir dir("gates-" + platform);
+  for (const char* c : {"qwen3-tiny", "qwen3-hd128", "llama-tiny"}) {
+    SCOPED_TRACE(c);
+    const json r = generate({"--model", golden(c).string(), "--platform", platform, "-o", (dir / c).string()}, 0);
+    EXPECT_EQ(r.at("state"), "PASS_VERIFIED") << r.dump(1);
+    EXPECT_TRUE(fs::exists(r.at("binary").get<std::string>()));
+    EXPECT_EQ(fs::path(r.at("engine_dir").get<std::string>()), fs::absolute(dir / c));
+    const json report = json::parse(std::ifstream(dir / c / "reports" / "verification.json"));
+    std::set<std::string> gates;
+    for (const auto& g : report.at("gates")) gates.insert(g.at("id").get<std::string>().substr(0, 8));
+    for (const char* g : {"B0_build", "L0_prove", "L1_stage", "L2_regre", "PASS_VER", "L3_evide"}) EXPECT_TRUE(gates.count(g)) << g;
+    EXPECT_TRUE(fs::exists(dir / c / "reports" / "verification.md"));
+  }
+}
+
+TEST(Gates, DenseGoldenCasesPassVerifiedAtAvx512Bf16) { expect_pass_verified("x86-64-avx512bf16"); }
+TEST(Gates, DenseGoldenCasesPassVerifiedAtAvx2) { expect_pass_verified("x86-64-avx2"); }
+
+TEST(Gates, RegenerationIsByteIdenticalAndTheEngineHoldsOnlyWhatItNeeds) {
+  mi_test::TempDir dir("regen");
+  for (const char* out : {"a", "b"})
+    generate({"--model", golden("llama-tiny").string(), "--platform", "x86-64-avx2", "--no-verify", "-o", (dir / out).string()}, 0);
+  const auto files = mi::generator::engine_source_files(dir / "a");
+  EXPECT_EQ(files, mi::generator::engine_source_files(dir / "b"));
+  for (const auto& f : files) EXPECT_EQ(mi::generator::read_file(dir / "a" / f), mi::generator::read_file(dir / "b" / f)) << f;
+  EXPECT_EQ(mi::generator::read_file(dir / "a/MANIFEST.json"), mi::generator::read_file(dir / "b/MANIFEST.json"));
+  // Single path: only the avx2 kernel level (plus the scalar oracle), no q/k norm for Llama, dims fixed.
+  EXPECT_TRUE(fs::exists(dir / "a/src/kernels/avx2/avx2.cpp"));
+  EXPECT_FALSE(fs::exists(dir / "a/src/kernels/avx512bf16"));
+  EXPECT_FALSE(fs::exists(dir / "a/src/kernels/avx512"));
+  const std::string model = mi::generator::read_file(dir / "a/src/model.h");
+  EXPECT_EQ(model.find("q_norm"), std::string::npos);
+  EXPECT_EQ(model.find("model_type"), std::string::npos) << "no runtime dispatch on the model family";
+  const std::string config = mi::generator::read_file(dir / "a/src/engine_config.h");
+  EXPECT_NE(config.find("kHidden = 128;"), std::string::npos);
+  EXPECT_NE(config.find("kKernelLevel = \"avx2\""), std::string::npos);
+  const json manifest = json::parse(mi::generator::read_file(dir / "a/MANIFEST.json"));
+  for (const auto& f : manifest.at("files")) {
+    EXPECT_FALSE(f.at("component").get<std::string>().empty()) << f.dump();
+    EXPECT_FALSE(f.at("contract").get<std::string>().empty()) << f.dump();
+    EXPECT_EQ(f.at("sha256").get<std::string>().size(), 64u);
+  }
+}
+
+TEST(Gates, TamperedSourceFailsProvenance) {
+  mi_test::TempDir dir("tamper");
+  const json r = generate({"--model", golden("qwen3-tiny").string(), "--platform", "x86-64-avx2", "-o", (dir / "e").string()}, 0);
+  ASSERT_EQ(r.at("state"), "PASS_VERIFIED");
+  std::ofstream(dir / "e/src/model/rms_norm.h", std::ios::app) << "\n// tampered\n";
+  const auto v = metainfer({"verify", (dir / "e").string(), "--json"}, 1800);
+  EXPECT_EQ(v.exit_code, 1);
+  const json report = mi_test::last_json_line(v.out);
+  EXPECT_EQ(report.at("state"), "FAILED:L0_provenance") << report.dump(1);
+  EXPECT_NE(report.dump().find("src/model/rms_norm.h was modified"), std::string::npos);
+  // An unlisted file is caught too.
+  fs::remove(dir / "e/src/model/rms_norm.h");
+  fs::copy_file(golden("qwen3-tiny") / "config.json", dir / "e/src/extra.json");
+  const json again = mi_test::last_json_line(metainfer({"verify", (dir / "e").string(), "--only", "L0", "--json"}, 1800).out);
+  EXPECT_EQ(again.at("state"), "FAILED:B0_build") << "a deleted header breaks the build first";
+}
+
+TEST(Gates, PlantedNumericalBugFailsStageTestsAndPassVerified) {
+  mi_test::TempDir dir("planted");
+  const json r = generate({"--model", golden("qwen3-tiny").string(), "--platform", "x86-64-avx2", "--inject-fault",
+                           "attention_scale", "-o", (dir / "e").string()}, 1);
+  EXPECT_EQ(r.at("state"), "FAILED:L1_stage:model_components") << r.dump(1);
+  const auto v = metainfer({"verify", (dir / "e").string(), "--only", "PASS_VERIFIED", "--json"}, 1800);
+  EXPECT_EQ(v.exit_code, 1);
+  const json report = mi_test::last_json_line(v.out);
+  EXPECT_EQ(report.at("state"), "FAILED:PASS_VERIFIED") << report.dump(1);
+  EXPECT_NE(report.dump().find("greedy ids differ from the reference"), std::string::npos);
+}
+
+TEST(Gates, EngineThatPrintsAFixedTokenListFailsAuthenticity) {
+  mi_test::TempDir dir("fixed");
+  const std::string trace = (golden("qwen3-tiny") / "trace.json").string();
+  // With both same-shape checkpoints: the different-seed checkpoint exposes it.
+  const json r = generate({"--model", golden("qwen3-tiny").string(), "--platform", "x86-64-avx2", "--inject-fault",
+                           "fixed_output", "--fault-trace", trace, "-o", (dir / "e").string()}, 1);
+  EXPECT_EQ(r.at("state"), "FAILED:PASS_VERIFIED") << r.dump(1);
+  EXPECT_NE(r.dump().find("qwen3-tiny-s1"), std::string::npos);
+  // With only the case it copied: the perturbed-weights check exposes it.
+  const auto v = metainfer({"verify", (dir / "e").string(), "--only", "PASS_VERIFIED", "--golden", golden("qwen3-tiny").string(), "--json"}, 1800);
+  const json report = mi_test::last_json_line(v.out);
+  EXPECT_EQ(report.at("state"), "FAILED:PASS_VERIFIED") << report.dump(1);
+  EXPECT_NE(report.dump().find("did not change the output"), std::string::npos) << report.dump(1);
+}
+
+TEST(Gates, MissingWeightIsNamedBeforeAnyCompute) {
+  mi_test::TempDir dir("missing");
+  // A checkpoint without one tensor.
+  const auto store = mi::io::WeightStore::open(golden("qwen3-tiny"));
+  std::vector<mi::io::TensorToWrite> tensors;
+  for (const auto& n : store.names()) {
+    if (n == "model.layers.1.mlp.up_proj.weight") continue;
+    const auto& t = store.get(n);
+    tensors.push_back({n, t.dtype, t.shape, t.data, t.nbytes});
+  }
+  fs::create_directories(dir / "broken");
+  mi::io::write_safetensors(dir / "broken/model.safetensors", tensors);
+  fs::copy_file(golden("qwen3-tiny") / "config.json", dir / "broken/config.json");
+
+  const auto plan = metainfer({"plan", "--model", (dir / "broken").string()});
+  EXPECT_EQ(plan.exit_code, 2);
+  EXPECT_NE(plan.err.find("model.layers.1.mlp.up_proj.weight"), std::string::npos) << plan.err;
+
+  generate({"--model", golden("qwen3-tiny").string(), "--platform", "x86-64-avx2", "--no-verify", "-o", (dir / "e").string()}, 0);
+  ASSERT_EQ(metainfer({"verify", (dir / "e").string(), "--only", "B0"}, 1800).exit_code, 0);
+  const auto engine = dir / "e/build/qwen3-tiny-avx2";
+  const auto run = mi::process::run({engine.string(), "generate", "--model", (dir / "broken").string(), "--prompt-ids", "1,2,3", "--json"});
+  EXPECT_EQ(run.exit_code, 2) << run.out << run.err;
+  EXPECT_NE(run.err.find("model.layers.1.mlp.up_proj.weight"), std::string::npos) << run.err;
+  // The real checkpoint works with the same binary, and the acceptance gate rejects the broken one.
+  EXPECT_EQ(mi::process::run({engine.string(), "generate", "--model", golden("qwen3-tiny").string(), "--prompt-ids", "1,2,3", "--max-new-tokens", "4", "--json"}).exit_code, 0);
+}
+
+TEST(Gates, UncoveredConstraintsExitThreeWithTheGapReport) {
+  mi_test::TempDir dir("uncovered");
+  const auto r = metainfer({"generate", "--model", golden("qwen3_next-tiny").string(), "-o", (dir / "e").string(), "--json"});
+  EXPECT_EQ(r.exit_code, 3);
+  const json j = mi_test::last_json_line(r.out);
+  EXPECT_EQ(j.at("state"), "NOT_COVERED");
+  EXPECT_FALSE(j.at("plan").at("gaps").empty());
+  EXPECT_FALSE(fs::exists(dir / "e"));
+}
+
+}  // namespace

@@ -1,0 +1,198 @@
+// `metainfer plan` and coverage detection on covered and uncovered checkpoints, and the constraints file.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "../toolkit_support.h"
+#include "ckb/ckb.h"
+#include "constraints/constraints.h"
+#include "coverage/coverage.h"
+#include "platform/cpu_info.h"
+
+namespace {
+using mi_test::golden;
+using mi_test::metainfer;
+using nlohmann::json;
+
+std::set<std::string> gap_ids(const json& plan) {
+  std::set<std::string> ids;
+  for (const auto& g : plan.at("gaps")) ids.insert(g.at("id").get<std::string>());
+  return ids;
+}
+
+TEST(Plan, DenseGoldenCheckpointsAreFullyCovered) {
+  for (const char* c : {"qwen3-tiny", "qwen3-hd128", "llama-tiny", "qwen3-tiny-s1"}) {
+    const auto r = metainfer({"plan", "--model", golden(c).string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << c << ": " << r.out << r.err;
+    const json plan = json::parse(r.out);
+    EXPECT_EQ(plan.at("format"), "metainfer-plan/1");
+    EXPECT_TRUE(plan.at("covered").get<bool>()) << c;
+    EXPECT_TRUE(plan.at("gaps").empty()) << c;
+    EXPECT_FALSE(plan.at("model").at("tokenizer").get<bool>());
+    bool noted = false;
+    for (const auto& n : plan.at("notes")) noted = noted || n.get<std::string>().find("token ids only") != std::string::npos;
+    EXPECT_TRUE(noted) << "the report must say the engine works on token ids only";
+    std::set<std::string> contracts;
+    for (const auto& r : plan.at("requirements")) {
+      EXPECT_TRUE(r.at("covered").get<bool>()) << r.dump();
+      contracts.insert(r.at("contract"));
+    }
+    for (const char* needed : {"embedding", "rmsnorm", "rotary_embedding", "gqa_attention", "swiglu_mlp", "lm_head",
+                               "kv_cache", "sampler", "scheduler", "weight_loading"})
+      EXPECT_TRUE(contracts.count(needed)) << c << " lacks " << needed;
+  }
+  const auto qwen = json::parse(metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--json"}).out);
+  EXPECT_EQ(qwen.at("model").at("family"), "qwen3");
+  const auto llama = json::parse(metainfer({"plan", "--model", golden("llama-tiny").string(), "--json"}).out);
+  EXPECT_EQ(llama.at("model").at("family"), "llama");
+}
+
+// Failure mode ENGINE-001: an unknown architecture is a named gap, with the features the signals recognise.
+TEST(Plan, Qwen35ListsItsGaps) {
+  const auto r = metainfer({"plan", "--model", golden("qwen3_5-tiny").string(), "--json"});
+  ASSERT_EQ(r.exit_code, 3) << r.out << r.err;
+  const json plan = json::parse(r.out);
+  EXPECT_FALSE(plan.at("covered").get<bool>());
+  const auto ids = gap_ids(plan);
+  for (const char* g : {"Qwen3_5ForCausalLM", "linear_attention", "gated_deltanet", "gated_attention", "partial_rotary",
+                        "interleaved_mrope", "rmsnorm_one_plus_w", "model.layers.{L}.linear_attn.in_proj_qkv.weight",
+                        "model.layers.{L}.linear_attn.A_log"})
+    EXPECT_TRUE(ids.count(g)) << "missing gap " << g << " in " << plan.at("gaps").dump(1);
+  EXPECT_FALSE(ids.count("mixture_of_experts"));
+}
+
+TEST(Plan, Qwen3NextListsItsGaps) {
+  const auto r = metainfer({"plan", "--model", golden("qwen3_next-tiny").string(), "--json"});
+  ASSERT_EQ(r.exit_code, 3) << r.out << r.err;
+  const auto ids = gap_ids(json::parse(r.out));
+  for (const char* g : {"Qwen3NextForCausalLM", "gated_deltanet", "gated_attention", "partial_rotary", "rmsnorm_one_plus_w",
+                        "mixture_of_experts", "shared_expert", "model.layers.{L}.mlp.experts.{E}.gate_proj.weight",
+                        "model.layers.{L}.mlp.gate.weight", "model.layers.{L}.linear_attn.in_proj_qkvz.weight"})
+    EXPECT_TRUE(ids.count(g)) << "missing gap " << g;
+  EXPECT_FALSE(ids.count("interleaved_mrope"));
+}
+
+// Failure mode CONFIG-001: a config whose text model sits in text_config is read through it.
+TEST(Plan, NestedTextConfigIsCovered) {
+  mi_test::TempDir dir("nested");
+  std::filesystem::copy_file(golden("qwen3-tiny") / "model.safetensors", dir / "model.safetensors");
+  std::ifstream in(golden("qwen3-tiny") / "config.json");
+  json text = json::parse(in);
+  json root = {{"architectures", text["architectures"]}, {"model_type", "qwen3_wrapper"}, {"text_config", text}};
+  root["text_config"].erase("architectures");
+  mi_test::write_text(dir / "config.json", root.dump(2));
+  const auto r = metainfer({"plan", "--model", dir.path().string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json plan = json::parse(r.out);
+  EXPECT_EQ(plan.at("model").at("config_source"), "config.json: text_config");
+  EXPECT_EQ(plan.at("model").at("dims").at("hidden_size"), 128);
+}
+
+TEST(Plan, UnsupportedOptionsAreGapsNotErrors) {
+  const auto tp = metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--tp", "2", "--json"});
+  EXPECT_EQ(tp.exit_code, 3);
+  EXPECT_TRUE(gap_ids(json::parse(tp.out)).count("tensor_parallel"));
+  const auto serve = metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--mode", "serve", "--json"});
+  EXPECT_EQ(serve.exit_code, 3);
+  EXPECT_TRUE(gap_ids(json::parse(serve.out)).count("server"));
+  const auto prefix = metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--prefix-cache", "on", "--json"});
+  EXPECT_EQ(prefix.exit_code, 3);
+  EXPECT_TRUE(gap_ids(json::parse(prefix.out)).count("prefix_cache"));
+  const auto conv = metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--dtype", "f32", "--json"});
+  EXPECT_EQ(conv.exit_code, 3);
+  EXPECT_TRUE(gap_ids(json::parse(conv.out)).count("dtype_conversion"));
+}
+
+TEST(Plan, ImpossibleValuesExitTwoNamingTheField) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string field;
+  };
+  const std::string m = golden("qwen3-tiny").string();
+  const std::vector<Case> cases = {
+      {{"--tp", "3"}, "parallel.tensor_parallel"},      // 3 does not divide 4 heads
+      {{"--max-context", "100000"}, "runtime.max_context"},  // beyond max_position_embeddings 512
+      {{"--dtype", "f16"}, "platform.dtype"},             // no x86 platform runs f16
+      {{"--dtype", "int4"}, "platform.dtype"},
+      {{"--platform", "riscv"}, "platform.name"},
+      {{"--kv-block-size", "12"}, "runtime.kv_block_size"},
+      {{"--mode", "train"}, "runtime.mode"},
+      {{"--threads", "-1"}, "platform.threads"},
+      {{"--max-batch", "0"}, "runtime.max_batch"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"plan", "--model", m};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const auto r = metainfer(args);
+    EXPECT_EQ(r.exit_code, 2) << c.args[0] << " " << c.args[1] << ": " << r.err;
+    EXPECT_NE(r.err.find(c.field), std::string::npos) << "message must name " << c.field << ": " << r.err;
+  }
+  const auto missing = metainfer({"plan", "--model", "/nonexistent/dir"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("model.path"), std::string::npos) << missing.err;
+  const auto nomodel = metainfer({"plan"});
+  EXPECT_EQ(nomodel.exit_code, 2);
+  EXPECT_NE(nomodel.err.find("model.path"), std::string::npos) << nomodel.err;
+}
+
+TEST(Constraints, GoodFileWithOverrides) {
+  mi_test::TempDir dir("constraints");
+  mi_test::write_text(dir / "c.toml",
+                      "[model]\npath = \"" + golden("qwen3-tiny").string() + "\"\n[platform]\nname = \"auto\"\ndtype = \"bf16\"\n"
+                      "threads = 1\n[runtime]\nmode = \"offline\"\nmax_batch = 4\nmax_context = 256\nkv_block_size = 32\n"
+                      "chunked_prefill = 64\n[targets]\nttft_ms = 100\ntpot_ms = 20.5\n");
+  const auto r = metainfer({"plan", (dir / "c.toml").string(), "--threads", "2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json c = json::parse(r.out).at("constraints");
+  EXPECT_EQ(c.at("threads"), 2);  // the command line overrides the file
+  EXPECT_EQ(c.at("max_batch"), 4);
+  EXPECT_EQ(c.at("max_context"), 256);
+  EXPECT_EQ(c.at("kv_block_size"), 32);
+  EXPECT_EQ(c.at("chunked_prefill"), 64);
+  EXPECT_DOUBLE_EQ(c.at("targets").at("tpot_ms").get<double>(), 20.5);
+  // A relative model path is relative to the constraints file.
+  mi_test::write_text(dir / "sub/rel.toml", "[model]\npath = \"../m\"\n");
+  std::filesystem::create_directories(dir / "m");
+  std::filesystem::copy(golden("qwen3-tiny"), dir / "m", std::filesystem::copy_options::recursive);
+  EXPECT_EQ(metainfer({"plan", (dir / "sub/rel.toml").string()}).exit_code, 0);
+}
+
+TEST(Constraints, BadFilesExitTwoNamingTheField) {
+  mi_test::TempDir dir("badconstraints");
+  const std::string model = "[model]\npath = \"" + golden("qwen3-tiny").string() + "\"\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {model + "[runtime]\nmax_batchh = 2\n", "runtime.max_batchh"},        // unknown key
+      {model + "[runtim]\nmax_batch = 2\n", "runtim"},                      // unknown section
+      {model + "[runtime]\nmax_batch = \"two\"\n", "runtime.max_batch"},    // wrong type
+      {model + "[runtime]\nprefix_cache = 1\n", "runtime.prefix_cache"},   // wrong type
+      {model + "[platform]\nthreads = 1.5\n", "platform.threads"},
+      {model + "[runtime]\nmax_context = -5\n", "runtime.max_context"},
+      {model + "[runtime]\nchunked_prefill = -1\n", "runtime.chunked_prefill"},
+      {model + "[targets]\nttft_ms = -3\n", "targets.ttft_ms"},
+      {model + "[runtime\n", "TOML syntax error"},
+      {"[model]\npath = 5\n", "model.path"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto file = dir / ("c" + std::to_string(i) + ".toml");
+    mi_test::write_text(file, cases[i].first);
+    const auto r = metainfer({"plan", file.string()});
+    EXPECT_EQ(r.exit_code, 2) << cases[i].first << r.err;
+    EXPECT_NE(r.err.find(cases[i].second), std::string::npos) << "expected '" << cases[i].second << "' in: " << r.err;
+    EXPECT_NE(r.err.find(file.string()), std::string::npos) << "the message must name the file: " << r.err;
+  }
+}
+
+TEST(Platform, ReportsFeaturesAndTheAutoPlatform) {
+  const auto r = metainfer({"platform", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_GT(j.at("logical_cpus").get<int>(), 0);
+  EXPECT_GT(j.at("memory_total_bytes").get<uint64_t>(), 0u);
+  const auto cpu = mi::platform::detect_cpu();
+  EXPECT_EQ(j.at("features").size(), cpu.feature_names().size());
+  EXPECT_EQ(cpu.avx2, bool(__builtin_cpu_supports("avx2")));
+  EXPECT_EQ(cpu.avx512f, bool(__builtin_cpu_supports("avx512f")));
+  if (cpu.avx2 && cpu.fma && cpu.f16c) EXPECT_FALSE(j.at("auto_platform").is_null());
+}
+
+}  // namespace

@@ -1,0 +1,65 @@
+// Helpers shared by the toolkit test areas: run the real `metainfer` binary, temporary directories.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "process/subprocess.h"
+
+namespace mi_test {
+
+inline std::filesystem::path golden(const std::string& name) {
+  return std::filesystem::path(METAINFER_TEST_DATA) / "golden" / name;
+}
+
+// Runs `metainfer args...`.
+inline mi::process::RunResult metainfer(const std::vector<std::string>& args, double timeout_s = 900) {
+  std::vector<std::string> argv = {METAINFER_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return mi::process::run(argv, {.timeout_s = timeout_s});
+}
+
+// The last non-empty line of `out` parsed as JSON.
+inline nlohmann::json last_json_line(const std::string& out) {
+  std::string last;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) last = line;
+  return nlohmann::json::parse(last);
+}
+
+// A fresh empty directory under the system temp dir, removed at destruction.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag) {
+    path_ = std::filesystem::temp_directory_path() /
+            ("metainfer-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& s) const { return path_ / s; }
+
+ private:
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+  std::filesystem::path path_;
+};
+
+inline void write_text(const std::filesystem::path& p, const std::string& text) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+}  // namespace mi_test
