@@ -3,6 +3,13 @@
 // results, tools). Any input must end in a rendered string or an mi::Error: no crash, hang, leak, runaway
 // memory or out-of-bounds access (run under ASan/UBSan). Render limits are lowered so slow inputs fail fast.
 //
+// Build: the CMake scaffolding (-DMETAINFER_FUZZ=ON, target fuzz_chat_template) instruments only this file; for
+// coverage feedback inside the interpreter, build with the chat sources instrumented too, e.g.
+//   F="-std=c++20 -g -O1 -fsanitize=fuzzer-no-link,address,undefined -Icomponents"
+//   for f in components/chat/*.cpp; do clang++ $F -c $f -o $(basename $f .cpp).o; done
+//   clang++ $F -fsanitize=fuzzer tests/fuzz/chat_template.cpp *.o -lutf8proc -o fuzz_chat_template
+// Run: fuzz_chat_template -max_total_time=600 -max_len=8192 -timeout=10 CORPUS_DIR
+//
 // Corpus: tests/data/fuzz/chat_template/ (seeded with the real Qwen3 / Llama 3 templates and the snippets of
 // tests/unit/chat/jinja_cases.jsonl, minimized), replayed by test_chat (fuzz_corpus_test.cpp includes this
 // file and calls LLVMFuzzerTestOneInput on every corpus file).
