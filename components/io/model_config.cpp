@@ -91,7 +91,10 @@ class Fields {
  private:
   static bool is_int_in(const json* value, int64_t minimum) {
     if (value == nullptr || !value->is_number_integer()) return false;
-    if (value->is_number_unsigned()) return value->get<uint64_t>() <= uint64_t(std::numeric_limits<int>::max());
+    if (value->is_number_unsigned()) {  // nlohmann stores every non-negative literal as unsigned: check both bounds
+      const uint64_t u = value->get<uint64_t>();
+      return u <= uint64_t(std::numeric_limits<int>::max()) && (minimum <= 0 || u >= uint64_t(minimum));
+    }
     int64_t v = value->get<int64_t>();
     return v >= minimum && v <= std::numeric_limits<int>::max();
   }

@@ -16,7 +16,9 @@ GateResult build_gate(const generator::Engine& engine, int jobs) {
   if (std::system("command -v ccache >/dev/null 2>&1") == 0) configure.push_back("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache");
   std::string log;
   for (const auto& argv : {configure, std::vector<std::string>{"cmake", "--build", build.string(), "-j", std::to_string(jobs)}}) {
-    const process::RunResult r = process::run(argv, {.timeout_s = 1800, .merge_stderr = true});
+    // ccache: paths relative to the engine directory, so identical sources hit the cache across engines.
+    const process::RunResult r = process::run(
+        argv, {.env = {{"CCACHE_BASEDIR", engine.dir.string()}, {"CCACHE_NOHASHDIR", "1"}}, .timeout_s = 1800, .merge_stderr = true});
     g.commands.push_back(r.command);
     log += r.out;
     if (r.exit_code != 0) {

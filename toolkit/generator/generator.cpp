@@ -89,10 +89,11 @@ std::string engine_cmake(const std::string& name, const coverage::Plan& plan, co
     << "target_include_directories(engine_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/src)\n"
     << "target_link_libraries(engine_core PUBLIC nlohmann_json::nlohmann_json CLI11::CLI11 Threads::Threads"
     << (tokenizer ? " PkgConfig::UTF8PROC" : "") << ")\n"
-    << "target_compile_definitions(engine_core PUBLIC METAINFER_MANIFEST_SHA256=\"${MANIFEST_SHA256}\" "
-    << "METAINFER_VERSION=\"" << METAINFER_VERSION << "\")\n\n"
+    << "target_compile_definitions(engine_core PUBLIC METAINFER_VERSION=\"" << METAINFER_VERSION << "\")\n\n"
     << "add_executable(" << name << " src/engine/engine_main.cpp)\n"
-    << "target_link_libraries(" << name << " PRIVATE engine_core)\n\n"
+    << "target_link_libraries(" << name << " PRIVATE engine_core)\n"
+    << "# Only the entry point sees the hash, so the other objects stay identical (and cacheable) across engines.\n"
+    << "target_compile_definitions(" << name << " PRIVATE METAINFER_MANIFEST_SHA256=\"${MANIFEST_SHA256}\")\n\n"
     << "# Test contracts, one executable per generation stage (run by `metainfer verify`).\n"
     << "find_package(GTest REQUIRED)\n";
   for (const auto& stage : engine_test_stages())

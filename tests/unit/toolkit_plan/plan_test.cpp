@@ -135,6 +135,20 @@ TEST(Plan, ImpossibleValuesExitTwoNamingTheField) {
   EXPECT_NE(nomodel.err.find("model.path"), std::string::npos) << nomodel.err;
 }
 
+// A config.json with an impossible dimension is bad input (exit 2 naming the field), never a crash.
+TEST(Plan, ZeroDimensionsInConfigAreRejected) {
+  for (const char* field : {"num_key_value_heads", "num_hidden_layers", "hidden_size", "num_attention_heads"}) {
+    mi_test::TempDir dir("zero");
+    std::filesystem::copy_file(golden("qwen3-tiny") / "model.safetensors", dir / "model.safetensors");
+    json cfg = json::parse(std::ifstream(golden("qwen3-tiny") / "config.json"));
+    cfg[field] = 0;
+    mi_test::write_text(dir / "config.json", cfg.dump());
+    const auto r = metainfer({"plan", "--model", dir.path().string()});
+    EXPECT_EQ(r.exit_code, 2) << field << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(field), std::string::npos) << r.err;
+  }
+}
+
 TEST(Constraints, GoodFileWithOverrides) {
   mi_test::TempDir dir("constraints");
   mi_test::write_text(dir / "c.toml",
