@@ -3,6 +3,7 @@
 
 #include "ckb/ckb.h"
 #include "cli/commands.h"
+#include "platform/bandwidth.h"
 #include "platform/cpu_info.h"
 #include "platform/platform_select.h"
 
@@ -12,9 +13,11 @@ void register_platform_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("platform", "Show CPU features, cores, caches, memory and the matching CKB platform");
   auto json_flag = std::make_shared<bool>(false);
   auto ckb_dir = std::make_shared<std::string>(ckb::default_ckb_dir().string());
+  auto bandwidth = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json_flag, "print one JSON object");
+  cmd->add_flag("--bandwidth", *bandwidth, "also measure memory read bandwidth (1 GiB buffer, 1 thread and all threads)");
   cmd->add_option("--ckb", *ckb_dir, "CKB directory");
-  cmd->callback([json_flag, ckb_dir, &exit_code] {
+  cmd->callback([json_flag, ckb_dir, bandwidth, &exit_code] {
     const platform::CpuInfo cpu = platform::detect_cpu();
     const ckb::Ckb ckb = ckb::load(*ckb_dir);
     nlohmann::json platforms = nlohmann::json::array();
@@ -29,6 +32,11 @@ void register_platform_command(CLI::App& app, int& exit_code) {
     nlohmann::json j = cpu.to_json();
     j["ckb_platforms"] = platforms;
     j["auto_platform"] = best.empty() ? nlohmann::json(nullptr) : nlohmann::json(best);
+    if (*bandwidth) {
+      const int all = std::max(1, cpu.allowed_cpus);
+      j["read_bandwidth_gbs"] = {{"threads_1", platform::measure_read_bandwidth_gbs(1)},
+                                 {"threads_" + std::to_string(all), platform::measure_read_bandwidth_gbs(all)}};
+    }
     if (*json_flag) {
       std::cout << j.dump(2) << "\n";
     } else {
@@ -47,6 +55,9 @@ void register_platform_command(CLI::App& app, int& exit_code) {
                   << (p["runs_here"].get<bool>() ? "runs here" : "not here (missing " + p["missing"].dump() + ")") << "\n";
       }
       std::cout << "auto      " << (best.empty() ? "(none)" : best) << "\n";
+      if (*bandwidth)
+        for (const auto& [k, v] : j["read_bandwidth_gbs"].items())
+          std::cout << "read bw   " << v.get<double>() << " GB/s (" << k << ", wall clock)\n";
     }
     exit_code = kExitOk;
   });
