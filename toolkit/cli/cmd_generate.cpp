@@ -37,11 +37,8 @@ void register_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--inject-fault", opts->fault, "TEST ONLY: attention_scale | fixed_output (shows gates failing)");
   cmd->add_option("--fault-trace", opts->fault_trace, "TEST ONLY: trace.json the fixed_output fault prints");
   cmd->callback([opts, &exit_code] {
-    std::optional<std::filesystem::path> file;
-    if (!opts->file.empty()) file = opts->file;
-    const constraints::Constraints c = constraints::resolve(file, opts->overrides);
     const ckb::Ckb ckb = ckb::load(opts->ckb_dir);
-    const coverage::Plan plan = coverage::detect(ckb, c, platform::detect_cpu());
+    const coverage::Plan plan = coverage::plan_for(ckb, opts->file, opts->overrides);
     if (!plan.covered) {
       if (opts->json) std::cout << nlohmann::json{{"state", "NOT_COVERED"}, {"plan", plan.to_json()}}.dump() << "\n";
       else std::cout << plan.to_text();

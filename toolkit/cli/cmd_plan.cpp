@@ -24,11 +24,8 @@ void register_plan_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--ckb", opts->ckb_dir, "CKB directory");
   cmd->add_flag("--json", opts->json, "print the plan as one JSON object (format metainfer-plan/1)");
   cmd->callback([opts, &exit_code] {
-    std::optional<std::filesystem::path> file;
-    if (!opts->file.empty()) file = opts->file;
-    const constraints::Constraints c = constraints::resolve(file, opts->overrides);
     const ckb::Ckb ckb = ckb::load(opts->ckb_dir);
-    const coverage::Plan plan = coverage::detect(ckb, c, platform::detect_cpu());
+    const coverage::Plan plan = coverage::plan_for(ckb, opts->file, opts->overrides);
     if (opts->json) std::cout << plan.to_json().dump(2) << "\n";
     else std::cout << plan.to_text();
     exit_code = plan.covered ? kExitOk : kExitNotCovered;

@@ -422,6 +422,12 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
   return plan;
 }
 
+Plan plan_for(const ckb::Ckb& ckb, const std::string& constraints_file, const constraints::Overrides& overrides) {
+  std::optional<fs::path> file;
+  if (!constraints_file.empty()) file = constraints_file;
+  return detect(ckb, constraints::resolve(file, overrides), platform::detect_cpu());
+}
+
 json Plan::to_json() const {
   json reqs = json::array();
   for (const auto& r : requirements)

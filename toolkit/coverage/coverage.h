@@ -63,4 +63,8 @@ struct Plan {
 // of a covered family.
 Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& constraints, const platform::CpuInfo& cpu);
 
+// What `plan` and `generate` do first: a constraints file (empty = none) plus command-line overrides, validated,
+// then detect() on this host.
+Plan plan_for(const ckb::Ckb& ckb, const std::string& constraints_file, const constraints::Overrides& overrides);
+
 }  // namespace mi::coverage
