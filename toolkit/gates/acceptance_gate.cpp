@@ -235,14 +235,22 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
   if (cases.empty()) return finish(false, "no golden case of this engine's architecture and shape (" + architecture + ")");
 
   const fs::path work = engine.dir / "build" / "acceptance";
+  const int max_context = plan.at("constraints").value("max_context", 0);
   json case_results = json::array();
   std::vector<std::string> failures;
+  int verified_prompts = 0;
   for (const auto& c : cases) {
     const fs::path copy = work / c.name;
     copy_checkpoint_inputs(c.dir, copy);
     json prompts = json::array();
     for (const auto& p : c.trace.at("prompts")) {
       const std::vector<int> prompt = ids_of(p.at("prompt_ids")), expected = ids_of(p.at("greedy_ids"));
+      if (max_context > 0 && int(prompt.size() + expected.size()) > max_context) {
+        // The engine was generated for a shorter context than this prompt needs: it cannot run it by contract.
+        prompts.push_back({{"prompt", p.at("name")}, {"skipped", "prompt + generated tokens exceed the engine's max_context " + std::to_string(max_context)}});
+        continue;
+      }
+      ++verified_prompts;
       const EngineRun run = run_engine(engine, copy, prompt, int(expected.size()), options.threads);
       g.commands.push_back(run.command);
       const bool match = run.ok && run.output_ids == expected;
@@ -261,6 +269,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
     case_results.push_back({{"case", c.name}, {"prompts", prompts}});
   }
   g.evidence["cases"] = case_results;
+  if (verified_prompts == 0) return finish(false, "no golden prompt fits the engine's max_context (" + std::to_string(max_context) + ")");
   if (!failures.empty()) return finish(false, "trace mismatch: " + failures.front() + (failures.size() > 1 ? " (+" + std::to_string(failures.size() - 1) + " more)" : ""));
 
   // Authenticity 1: perturbed weights must change the output of at least one prompt.
@@ -270,6 +279,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
   bool changed = false;
   for (const auto& p : first.trace.at("prompts")) {
     const std::vector<int> expected = ids_of(p.at("greedy_ids"));
+    if (max_context > 0 && int(p.at("prompt_ids").size() + expected.size()) > max_context) continue;
     const EngineRun run = run_engine(engine, perturbed, ids_of(p.at("prompt_ids")), int(expected.size()), options.threads);
     g.commands.push_back(run.command);
     if (!run.ok) return finish(false, "authenticity: the engine failed on the perturbed checkpoint: " + run.error);

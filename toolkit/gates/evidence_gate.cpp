@@ -18,15 +18,17 @@ GateResult evidence_gate(const generator::Engine& engine, const GateOptions& opt
     const auto plan = nlohmann::json::parse(generator::read_file(engine.dir / "plan.json"));
     return plan.at("model").at("dims").value("vocab_size", 2);
   }();
-  // A deterministic 64-token prompt (ids 1..vocab-1), 32 new tokens.
+  // A deterministic prompt (ids 1..vocab-1) of 64 tokens and 32 new ones, scaled down to fit a small max_context.
+  const int context = nlohmann::json::parse(generator::read_file(engine.dir / "plan.json")).at("constraints").value("max_context", 96);
+  const int prompt_tokens = std::max(1, std::min(64, context * 2 / 3)), new_tokens = std::max(1, std::min(32, context - prompt_tokens));
   std::string prompt;
   uint64_t x = 12345;
-  for (int i = 0; i < 64; ++i) {
+  for (int i = 0; i < prompt_tokens; ++i) {
     x = (1103515245 * x + 12345) % 2147483648ull;
     prompt += (i ? "," : "") + std::to_string(1 + x % uint64_t(vocab - 1));
   }
   const process::RunResult r = process::run(
-      {engine.binary.string(), "generate", "--model", model.string(), "--prompt-ids", prompt, "--max-new-tokens", "32",
+      {engine.binary.string(), "generate", "--model", model.string(), "--prompt-ids", prompt, "--max-new-tokens", std::to_string(new_tokens),
        "--threads", std::to_string(options.threads), "--json"},
       {.timeout_s = 900});
   g.commands.push_back(r.command);
@@ -55,7 +57,7 @@ GateResult evidence_gate(const generator::Engine& engine, const GateOptions& opt
   const double kv_mb = 2.0 * 4.0 * dims.value("num_hidden_layers", 0) * dims.value("num_key_value_heads", 0) *
                        dims.value("head_dim", 0) * double(cons.value("max_batch", 1)) * double(cons.value("max_context", 0)) /
                        (1024.0 * 1024.0);
-  g.evidence = {{"prompt_tokens", 64},
+  g.evidence = {{"prompt_tokens", prompt_tokens},
                 {"completion_tokens", result.value("completion_tokens", 0)},
                 {"ttft_ms", result.value("ttft_ms", 0.0)},
                 {"tpot_ms", result.value("tpot_ms", 0.0)},
