@@ -165,3 +165,29 @@ TEST(Gates, UncoveredConstraintsExitThreeWithTheGapReport) {
 }
 
 }  // namespace
+
+namespace {
+
+// A checkpoint whose shape no golden trace has (here a synthesised one) is accepted through sibling engines: the
+// same generated code path with each golden case's dimensions, each PASS_VERIFIED on its own trace.
+TEST(Gates, UnseenShapeIsVerifiedThroughSiblingEngines) {
+  mi_test::TempDir dir("sibling");
+  ASSERT_EQ(metainfer({"synth-model", "--family", "llama", "--preset", "tiny", "--seed", "3", "--no-tokenizer", "-o",
+                       (dir / "m").string()}).exit_code, 0);
+  const json r = generate({"--model", (dir / "m").string(), "--platform", "x86-64-avx2", "--max-context", "256", "-o", (dir / "e").string()}, 0);
+  EXPECT_EQ(r.at("state"), "PASS_VERIFIED") << r.dump(1);
+  const std::string text = r.dump();
+  EXPECT_NE(text.find("sibling engine"), std::string::npos) << text;
+  EXPECT_NE(text.find("llama-tiny"), std::string::npos) << "the llama golden case verified the code path: " << text;
+}
+
+// An engine generated for a short context runs the golden prompts that fit it (p2 needs 182 tokens).
+TEST(Gates, ShortContextEngineVerifiesThePromptsThatFit) {
+  mi_test::TempDir dir("short");
+  const json r = generate({"--model", golden("qwen3-tiny").string(), "--platform", "x86-64-avx2", "--max-context", "64",
+                           "-o", (dir / "e").string()}, 0);
+  EXPECT_EQ(r.at("state"), "PASS_VERIFIED") << r.dump(1);
+  EXPECT_NE(r.dump().find("exceed the engine's max_context 64"), std::string::npos);
+}
+
+}  // namespace
