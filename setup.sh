@@ -100,9 +100,11 @@ if [ $status -ne 0 ]; then
 fi
 log "generating, building and verifying the engine: metainfer generate $CONSTRAINTS --model $MODEL"
 RESULT=$(build/metainfer generate "$CONSTRAINTS" --model "$MODEL" --json | tail -n 1)
-STATE=$(printf '%s' "$RESULT" | sed -n 's/.*"state":"\([^"]*\)".*/\1/p')
-ENGINE=$(printf '%s' "$RESULT" | sed -n 's/.*"binary":"\([^"]*\)".*/\1/p')
-ENGINE_DIR=$(printf '%s' "$RESULT" | sed -n 's/.*"engine_dir":"\([^"]*\)".*/\1/p')
+# The result object's keys are sorted: "binary" comes first and the top-level "state" last (nested gate evidence
+# may hold other "state"/"engine_dir" keys in between).
+STATE=$(printf '%s' "$RESULT" | sed -n 's/.*"state":"\([^"]*\)"}$/\1/p')
+ENGINE=$(printf '%s' "$RESULT" | sed -n 's/^{"binary":"\([^"]*\)".*/\1/p')
+ENGINE_DIR=$(dirname "$(dirname "$ENGINE")")
 log "engine $ENGINE_DIR: $STATE (report: $ENGINE_DIR/reports/verification.md)"
 [ "$STATE" = "PASS_VERIFIED" ] || { sed -n '1,40p' "$ENGINE_DIR/reports/verification.md" >&2; exit 1; }
 if [ -f "$MODEL/tokenizer.json" ]; then
