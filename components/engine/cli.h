@@ -65,6 +65,19 @@ class UsageError : public Error {
   using Error::Error;
 };
 
+// Loading the checkpoint: a missing or mis-shaped tensor or a config for another model is bad input (exit 2),
+// reported before any compute.
+template <EngineModel M>
+M load_model(const std::string& model_dir, const RuntimeOptions& options) {
+  try {
+    return M(model_dir, options);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
 template <class... Parts>
 [[noreturn]] void usage_fail(const Parts&... parts) {
   try {
@@ -267,7 +280,7 @@ int run_generate(const EngineInfo& info, const Options& o, std::ostream& out) {
   request.stop = o.stop;
   request.max_new_tokens = budget(o, info, prompt_ids.size());
 
-  M model(o.model_dir, runtime_options(o, info));
+  M model = load_model<M>(o.model_dir, runtime_options(o, info));
   check_ids(prompt_ids, model.vocab_size());
 
   GenerationCallbacks callbacks;
@@ -316,7 +329,7 @@ int run_chat(const EngineInfo& info, const Options& o, std::istream& in, std::os
       throw UsageError(std::string("chat needs the checkpoint's chat template: ") + e.what());
     }
   }();
-  M model(o.model_dir, runtime_options(o, info));
+  M model = load_model<M>(o.model_dir, runtime_options(o, info));
   const bool interactive = &in == &std::cin && ::isatty(STDIN_FILENO);
 
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();

@@ -224,11 +224,12 @@ TEST(EngineCli, PromptFillingTheContextIsRejectedWithoutMaxNewTokens) {
   EXPECT_NE(r.err.find("prompt of 4 tokens leaves no room"), std::string::npos) << r.err;
 }
 
-TEST(EngineCli, BrokenCheckpointIsARuntimeFailure) {
+// A checkpoint that cannot be loaded is bad input: exit 2 with the file named, nothing on stdout.
+TEST(EngineCli, BrokenCheckpointIsBadInput) {
   TempDir dir("broken");
   std::ofstream(dir.path() / "config.json") << "{ not json";
   const CliRun r = run_cli(test_engine_info(), {"generate", "--model", dir.path().string(), "--prompt-ids", "1,2"});
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("config.json"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
 }
