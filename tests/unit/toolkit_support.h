@@ -28,13 +28,7 @@ inline mi::process::RunResult metainfer(const std::vector<std::string>& args, do
 }
 
 // The last non-empty line of `out` parsed as JSON.
-inline nlohmann::json last_json_line(const std::string& out) {
-  std::string last;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) last = line;
-  return nlohmann::json::parse(last);
-}
+using mi::process::last_json_line;
 
 // A fresh empty directory under the system temp dir, removed at destruction.
 class TempDir {

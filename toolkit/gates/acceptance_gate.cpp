@@ -105,26 +105,13 @@ EngineRun run_engine(const generator::Engine& engine, const fs::path& model, con
     run.error = "exit " + std::to_string(r.exit_code) + ": " + process::tail(r.err + r.out, 800);
     return run;
   }
-  // The last non-empty line is the JSON object.
-  std::string last;
-  std::istringstream in(r.out);
-  for (std::string line; std::getline(in, line);)
-    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
   try {
-    run.output_ids = ids_of(json::parse(last).at("output_ids"));
+    run.output_ids = ids_of(process::last_json_line(r.out).at("output_ids"));
     run.ok = true;
   } catch (const std::exception& e) {
     run.error = std::string("output is not the expected JSON object: ") + e.what() + ": " + process::tail(r.out, 300);
   }
   return run;
-}
-
-json mi_last_json(const std::string& out) {
-  std::string last;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);)
-    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
-  return json::parse(last);
 }
 
 bool same_shape(const json& a, const json& b) {
@@ -161,7 +148,7 @@ GateResult sibling_acceptance(const generator::Engine& engine, const GateOptions
     }
     std::string state = "GENERATE_FAILED";
     try {
-      if (gen.exit_code == 0) state = mi_last_json(ver.out).value("state", "?");
+      if (gen.exit_code == 0) state = process::last_json_line(ver.out).value("state", "?");
     } catch (const std::exception&) {
       state = "NO_REPORT";
     }

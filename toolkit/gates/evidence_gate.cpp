@@ -38,13 +38,9 @@ GateResult evidence_gate(const generator::Engine& engine, const GateOptions& opt
     g.evidence["output_tail"] = process::tail(r.err + r.out, 2000);
     return g;
   }
-  std::string last;
-  std::istringstream in(r.out);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) last = line;
   nlohmann::json result;
   try {
-    result = nlohmann::json::parse(last);
+    result = process::last_json_line(r.out);
   } catch (const std::exception&) {
     g.summary = "timing run printed no JSON object";
     return g;

@@ -62,7 +62,7 @@ GateResult provenance_gate(const generator::Engine& engine) {
   g.commands.push_back(v.command);
   std::string reported;
   try {
-    const auto j = nlohmann::json::parse(v.out.substr(0, v.out.find_last_not_of(" \n") + 1));
+    const auto j = process::last_json_line(v.out);
     reported = j.value("manifest_sha256", "");
   } catch (const std::exception&) {
     problems.push_back("`--version --json` did not print a JSON object (exit " + std::to_string(v.exit_code) + "): " +

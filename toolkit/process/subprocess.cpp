@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <sstream>
 
 #include "common/error.h"
 
@@ -104,6 +105,14 @@ RunResult run(const std::vector<std::string>& argv, const RunOptions& options) {
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
   return result;
+}
+
+nlohmann::json last_json_line(const std::string& output) {
+  std::string last;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);)
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  return nlohmann::json::parse(last);
 }
 
 std::string tail(const std::string& text, std::size_t max_chars) {

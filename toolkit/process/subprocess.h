@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace mi::process {
 
 struct RunOptions {
@@ -26,6 +28,10 @@ struct RunResult {
 };
 
 RunResult run(const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// The last non-blank line of a child's output parsed as JSON: engines and `metainfer --json` print their result
+// object last. Throws nlohmann::json::parse_error when it is not JSON.
+nlohmann::json last_json_line(const std::string& output);
 
 // The last `max_chars` characters of `text` (with a marker when cut), for evidence in reports.
 std::string tail(const std::string& text, std::size_t max_chars = 4000);
