@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   mi::cli::register_verify_command(app, exit_code);
   mi::cli::register_tokenize_commands(app, exit_code);
   mi::cli::register_chat_template_command(app, exit_code);
+  mi::cli::register_oracle_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,335 @@
+// The oracle's forward pass (see reference_forward.h). Plain loops, double precision, one function per step.
+// Shapes: T = tokens appended in this call, H = hidden_size, I = intermediate_size, V = vocab_size,
+// nH / nKV = query / key-value heads, D = head_dim, S = cached positions after this call.
+#include "oracle/reference_forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <thread>
+
+namespace mi::oracle {
+
+namespace {
+
+template <class... Parts>
+[[noreturn]] void error(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  throw OracleError(out.str());
+}
+
+// Weights of one full-attention decoder layer (pointers into the mapped checkpoint).
+struct AttentionLayer {
+  const TensorRef* input_norm;      // [H]
+  const TensorRef* q_proj;          // [nH*D, H]
+  const TensorRef* k_proj;          // [nKV*D, H]
+  const TensorRef* v_proj;          // [nKV*D, H]
+  const TensorRef* q_norm;          // [D]   (Qwen3 only, else nullptr)
+  const TensorRef* k_norm;          // [D]   (Qwen3 only, else nullptr)
+  const TensorRef* o_proj;          // [H, nH*D]
+  const TensorRef* post_norm;       // [H]
+  const TensorRef* gate_proj;       // [I, H]
+  const TensorRef* up_proj;         // [I, H]
+  const TensorRef* down_proj;       // [H, I]
+};
+
+// ---- steps ------------------------------------------------------------------------------------------------------
+
+// dot(a, b) over n doubles; four partial sums so the compiler can keep several multiply-adds in flight.
+double dot(const double* a, const double* b, int64_t n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    s0 += a[k] * b[k];
+    s1 += a[k + 1] * b[k + 1];
+    s2 += a[k + 2] * b[k + 2];
+    s3 += a[k + 3] * b[k + 3];
+  }
+  for (; k < n; ++k) s0 += a[k] * b[k];
+  return (s0 + s1) + (s2 + s3);
+}
+
+// Y[T, out] = X[T, in] @ W[out, in]^T. Each weight row is converted to double once per call and used for all T
+// positions; output rows are split across `threads`.
+void matmul(const double* X, int64_t T, const TensorRef& W, double* Y, int threads) {
+  const int64_t out = W.shape[0], in = W.shape[1];
+  auto rows = [&](int64_t r0, int64_t r1) {
+    constexpr int64_t kBlock = 8;  // rows converted together, so each X row is fetched once per block
+    std::vector<double> w(kBlock * in);
+    for (int64_t r = r0; r < r1; r += kBlock) {
+      const int64_t nb = std::min(kBlock, r1 - r);
+      for (int64_t b = 0; b < nb; ++b) W.row_to_double(r + b, in, w.data() + b * in);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t b = 0; b < nb; ++b) Y[t * out + r + b] = dot(w.data() + b * in, X + t * in, in);
+    }
+  };
+  const int64_t work = out * in * std::max<int64_t>(T, 1);
+  const int n = static_cast<int>(std::min<int64_t>(threads, out));
+  if (n <= 1 || work < (int64_t(1) << 18)) {
+    rows(0, out);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int i = 1; i < n; ++i) pool.emplace_back(rows, out * i / n, out * (i + 1) / n);
+  rows(0, out / n);
+  for (std::thread& th : pool) th.join();
+}
+
+// y = w * x / sqrt(mean(x^2) + eps), over one vector of n.
+void rms_norm(const double* x, const TensorRef& w, double eps, int64_t n, double* y) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  const double inv_rms = 1.0 / std::sqrt(ss / n + eps);
+  for (int64_t i = 0; i < n; ++i) y[i] = w.at(i) * (x[i] * inv_rms);
+}
+
+// Rotary, rotate-half layout, on one head vector of D at position `pos`: for i < D/2, with a = pos * inv_freq[i],
+//   (x[i], x[i + D/2]) -> (x[i] cos a - x[i + D/2] sin a,  x[i + D/2] cos a + x[i] sin a).
+// The table (a, cos a, sin a) is float32, as Hugging Face's model definition builds it: the angle of position p is
+// rounded by up to p * 6e-8 rad, a deviation from exact rotary that the model sees (and was trained with). With an
+// exact double table the 150-token golden traces differ by up to 1.2e-4 in the logits (llama-tiny p2); with this
+// one by 2e-5 to 6e-5. Everything else stays double.
+void rope(double* x, int64_t D, int64_t pos, const std::vector<double>& inv_freq) {
+  const int64_t half = D / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const float a = static_cast<float>(pos) * static_cast<float>(inv_freq[i]);
+    const double c = static_cast<float>(std::cos(static_cast<double>(a)));
+    const double s = static_cast<float>(std::sin(static_cast<double>(a)));
+    const double x0 = x[i], x1 = x[i + half];
+    x[i] = x0 * c - x1 * s;
+    x[i + half] = x1 * c + x0 * s;
+  }
+}
+
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
+
+// ---- blocks -----------------------------------------------------------------------------------------------------
+
+struct Dims {
+  int64_t V, H, I, nH, nKV, D, L;
+  double eps;
+};
+
+// x[T, H] += attention(RMSNorm(x)), the new keys/values appended to `cache` (which holds pos0 positions before).
+void attention_block(const AttentionLayer& w, const Dims& d, const std::vector<double>& inv_freq, int threads,
+                     int64_t pos0, ReferenceModel::Sequence::LayerCache& cache, std::vector<double>& x, int64_t T) {
+  const int64_t qd = d.nH * d.D, kvd = d.nKV * d.D;
+  std::vector<double> h(T * d.H);                                           // [T, H]
+  for (int64_t t = 0; t < T; ++t) rms_norm(&x[t * d.H], *w.input_norm, d.eps, d.H, &h[t * d.H]);
+
+  std::vector<double> q(T * qd), k(T * kvd), v(T * kvd);                   // [T, nH*D], [T, nKV*D] x2
+  matmul(h.data(), T, *w.q_proj, q.data(), threads);
+  matmul(h.data(), T, *w.k_proj, k.data(), threads);
+  matmul(h.data(), T, *w.v_proj, v.data(), threads);
+
+  for (int64_t t = 0; t < T; ++t) {
+    if (w.q_norm) {  // Qwen3: RMSNorm of every head vector, before rotary
+      for (int64_t hh = 0; hh < d.nH; ++hh) rms_norm(&q[t * qd + hh * d.D], *w.q_norm, d.eps, d.D, &q[t * qd + hh * d.D]);
+      for (int64_t hh = 0; hh < d.nKV; ++hh) rms_norm(&k[t * kvd + hh * d.D], *w.k_norm, d.eps, d.D, &k[t * kvd + hh * d.D]);
+    }
+    for (int64_t hh = 0; hh < d.nH; ++hh) rope(&q[t * qd + hh * d.D], d.D, pos0 + t, inv_freq);
+    for (int64_t hh = 0; hh < d.nKV; ++hh) rope(&k[t * kvd + hh * d.D], d.D, pos0 + t, inv_freq);
+  }
+  cache.k.insert(cache.k.end(), k.begin(), k.end());                       // cache: [S, nKV*D]
+  cache.v.insert(cache.v.end(), v.begin(), v.end());
+
+  // Causal GQA attention: query head hh reads KV head hh / (nH/nKV); position pos0+t sees positions 0..pos0+t.
+  std::vector<double> att(T * qd, 0.0);                                    // [T, nH*D]
+  std::vector<double> score(pos0 + T);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d.D));
+  const int64_t group = d.nH / d.nKV;
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t n_seen = pos0 + t + 1;
+    for (int64_t hh = 0; hh < d.nH; ++hh) {
+      const double* qh = &q[t * qd + hh * d.D];
+      const int64_t kv = hh / group;
+      double max_score = -INFINITY;
+      for (int64_t s = 0; s < n_seen; ++s) {
+        score[s] = dot(qh, &cache.k[s * kvd + kv * d.D], d.D) * scale;
+        max_score = std::max(max_score, score[s]);
+      }
+      double sum = 0;
+      for (int64_t s = 0; s < n_seen; ++s) sum += (score[s] = std::exp(score[s] - max_score));
+      double* out = &att[t * qd + hh * d.D];
+      for (int64_t s = 0; s < n_seen; ++s) {
+        const double p = score[s] / sum;
+        const double* vs = &cache.v[s * kvd + kv * d.D];
+        for (int64_t i = 0; i < d.D; ++i) out[i] += p * vs[i];
+      }
+    }
+  }
+
+  std::vector<double> o(T * d.H);                                           // [T, H]
+  matmul(att.data(), T, *w.o_proj, o.data(), threads);
+  for (int64_t i = 0; i < T * d.H; ++i) x[i] += o[i];
+}
+
+// x[T, H] += down(silu(gate(h)) * up(h)), h = RMSNorm(x).
+void mlp_block(const AttentionLayer& w, const Dims& d, int threads, std::vector<double>& x, int64_t T) {
+  std::vector<double> h(T * d.H);                                           // [T, H]
+  for (int64_t t = 0; t < T; ++t) rms_norm(&x[t * d.H], *w.post_norm, d.eps, d.H, &h[t * d.H]);
+  std::vector<double> g(T * d.I), u(T * d.I);                               // [T, I] x2
+  matmul(h.data(), T, *w.gate_proj, g.data(), threads);
+  matmul(h.data(), T, *w.up_proj, u.data(), threads);
+  for (int64_t i = 0; i < T * d.I; ++i) g[i] = silu(g[i]) * u[i];
+  std::vector<double> down(T * d.H);                                        // [T, H]
+  matmul(g.data(), T, *w.down_proj, down.data(), threads);
+  for (int64_t i = 0; i < T * d.H; ++i) x[i] += down[i];
+}
+
+}  // namespace
+
+// ---- the model --------------------------------------------------------------------------------------------------
+
+struct ReferenceModel::Impl {
+  ReferenceConfig cfg;
+  CheckpointWeights weights;
+  int threads = 1;
+  Dims d{};
+  std::vector<double> inv_freq;  // [D/2]
+  const TensorRef* embed = nullptr;       // [V, H]
+  const TensorRef* final_norm = nullptr;  // [H]
+  const TensorRef* lm_head = nullptr;     // [V, H] (== embed when tied)
+  std::vector<AttentionLayer> layers;
+
+  Impl(ReferenceConfig c, CheckpointWeights w) : cfg(std::move(c)), weights(std::move(w)) {}
+};
+
+ReferenceModel::ReferenceModel(const std::filesystem::path& dir, int threads) {
+  if (threads < 1) error("oracle: threads must be >= 1, got ", threads);
+  ReferenceConfig cfg = read_reference_config(dir);
+  impl_ = std::make_unique<Impl>(std::move(cfg), CheckpointWeights::open(dir));
+  Impl& m = *impl_;
+  const ReferenceConfig& c = m.cfg;
+  m.threads = threads;
+  m.d = Dims{c.vocab_size, c.hidden_size, c.intermediate_size, c.num_heads, c.num_kv_heads, c.head_dim,
+             c.num_layers, c.rms_norm_eps};
+  const Dims& d = m.d;
+  m.inv_freq = rope_inv_freq(c.head_dim, c.rope_theta, c.rope_scaling);
+
+  const CheckpointWeights& W = m.weights;
+  m.embed = &W.get("model.embed_tokens.weight", {d.V, d.H});
+  m.final_norm = &W.get("model.norm.weight", {d.H});
+  // Tied: the head is the embedding matrix (HF ties them, so a stored lm_head.weight would be ignored).
+  m.lm_head = c.tie_word_embeddings ? m.embed : &W.get("lm_head.weight", {d.V, d.H});
+  for (int64_t l = 0; l < d.L; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    switch (c.layer_kinds[l]) {
+      case LayerKind::FullAttention: {
+        AttentionLayer a{};
+        a.input_norm = &W.get(p + "input_layernorm.weight", {d.H});
+        a.q_proj = &W.get(p + "self_attn.q_proj.weight", {d.nH * d.D, d.H});
+        a.k_proj = &W.get(p + "self_attn.k_proj.weight", {d.nKV * d.D, d.H});
+        a.v_proj = &W.get(p + "self_attn.v_proj.weight", {d.nKV * d.D, d.H});
+        a.o_proj = &W.get(p + "self_attn.o_proj.weight", {d.H, d.nH * d.D});
+        if (c.qk_norm) {
+          a.q_norm = &W.get(p + "self_attn.q_norm.weight", {d.D});
+          a.k_norm = &W.get(p + "self_attn.k_norm.weight", {d.D});
+        }
+        a.post_norm = &W.get(p + "post_attention_layernorm.weight", {d.H});
+        a.gate_proj = &W.get(p + "mlp.gate_proj.weight", {d.I, d.H});
+        a.up_proj = &W.get(p + "mlp.up_proj.weight", {d.I, d.H});
+        a.down_proj = &W.get(p + "mlp.down_proj.weight", {d.H, d.I});
+        m.layers.push_back(a);
+        break;
+      }
+    }
+  }
+}
+
+ReferenceModel::ReferenceModel(ReferenceModel&&) noexcept = default;
+ReferenceModel& ReferenceModel::operator=(ReferenceModel&&) noexcept = default;
+ReferenceModel::~ReferenceModel() = default;
+
+int ReferenceModel::vocab_size() const { return impl_->cfg.vocab_size; }
+std::string ReferenceModel::architecture() const { return impl_->cfg.architecture; }
+const ReferenceConfig& ReferenceModel::config() const { return impl_->cfg; }
+int ReferenceModel::threads() const { return impl_->threads; }
+
+ReferenceModel::Sequence ReferenceModel::new_sequence() const {
+  Sequence s;
+  s.layers.resize(impl_->layers.size());
+  return s;
+}
+
+std::vector<double> ReferenceModel::append(Sequence& seq, const std::vector<int>& ids, int logits_from) const {
+  const Impl& m = *impl_;
+  const Dims& d = m.d;
+  const int64_t T = static_cast<int64_t>(ids.size());
+  if (T == 0) error("oracle: append needs at least one token");
+  if (logits_from < 0 || logits_from > T) error("oracle: logits_from ", logits_from, " outside [0, ", T, "]");
+  if (seq.layers.size() != m.layers.size()) error("oracle: the sequence was not made by this model");
+  for (const int id : ids)
+    if (id < 0 || id >= d.V) error("oracle: token id ", id, " is outside the vocabulary [0, ", d.V, ")");
+  const int64_t pos0 = seq.length;
+
+  // Embedding: x[t] = embed_tokens[ids[t]]                                  x: [T, H]
+  std::vector<double> x(T * d.H);
+  for (int64_t t = 0; t < T; ++t) m.embed->row_to_double(ids[t], d.H, &x[t * d.H]);
+
+  // Decoder layers.
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    switch (m.cfg.layer_kinds[l]) {
+      case LayerKind::FullAttention:
+        attention_block(m.layers[l], d, m.inv_freq, m.threads, pos0, seq.layers[l], x, T);
+        break;
+    }
+    mlp_block(m.layers[l], d, m.threads, x, T);
+  }
+  seq.length += static_cast<int>(T);
+
+  // Final norm and LM head, for the requested rows only.                    logits: [R, V]
+  const int64_t R = T - logits_from;
+  std::vector<double> h(R * d.H);
+  for (int64_t r = 0; r < R; ++r) rms_norm(&x[(logits_from + r) * d.H], *m.final_norm, d.eps, d.H, &h[r * d.H]);
+  std::vector<double> logits(R * d.V);
+  if (R > 0) matmul(h.data(), R, *m.lm_head, logits.data(), m.threads);
+  return logits;
+}
+
+// ---- drivers ----------------------------------------------------------------------------------------------------
+
+namespace {
+
+GreedyStep pick(const double* row, int V) {
+  int best = 0;
+  for (int i = 1; i < V; ++i)
+    if (row[i] > row[best]) best = i;  // strict: the lowest id wins a tie, as torch.argmax
+  int second = best == 0 ? 1 : 0;
+  if (V == 1) return {best, INFINITY, best};
+  for (int i = 0; i < V; ++i)
+    if (i != best && row[i] > row[second]) second = i;
+  return {best, row[best] - row[second], second};
+}
+
+}  // namespace
+
+std::vector<GreedyStep> greedy(const ReferenceModel& model, const std::vector<int>& prompt, int n_new) {
+  if (prompt.empty()) error("oracle: greedy needs a non-empty prompt");
+  if (n_new < 0) error("oracle: greedy needs n_new >= 0, got ", n_new);
+  std::vector<GreedyStep> steps;
+  if (n_new == 0) return steps;
+  const int V = model.vocab_size();
+  ReferenceModel::Sequence seq = model.new_sequence();
+  std::vector<double> logits = model.append(seq, prompt, static_cast<int>(prompt.size()) - 1);  // last row only
+  for (int step = 0; step < n_new; ++step) {
+    steps.push_back(pick(logits.data(), V));
+    if (step + 1 < n_new) logits = model.append(seq, {steps.back().id});
+  }
+  return steps;
+}
+
+std::vector<double> teacher_forced_logits(const ReferenceModel& model, const std::vector<int>& prompt,
+                                          const std::vector<int>& continuation) {
+  if (prompt.empty()) error("oracle: teacher_forced_logits needs a non-empty prompt");
+  if (continuation.empty()) return {};
+  // Positions prompt.size()-1 .. prompt.size()+continuation.size()-2: the last continuation token is not fed, since
+  // its row would predict the token after the continuation.
+  std::vector<int> ids = prompt;
+  ids.insert(ids.end(), continuation.begin(), continuation.end() - 1);
+  ReferenceModel::Sequence seq = model.new_sequence();
+  return model.append(seq, ids, static_cast<int>(prompt.size()) - 1);
+}
+
+}  // namespace mi::oracle

@@ -1,0 +1,75 @@
+// The acceptance oracle: a plain reference forward pass of a dense decoder, in double precision, written from the
+// model specification (Hugging Face semantics of Qwen3ForCausalLM and LlamaForCausalLM; see
+// tests/data/golden/README.md and ckb/families/{qwen3,llama}.toml), in the spirit of llama2.c's run.c.
+//
+// It is the one second assembly of a forward pass metainfer has: where no golden trace exists for a checkpoint the
+// gates run the generated engine and this oracle on the same weights and compare. To be an independent judge it
+// shares no code with the engines: nothing here (or in reference_checkpoint.*) includes anything from components/
+// (enforced by tests/unit/toolkit_oracle). It is itself checked against every Hugging Face golden trace.
+//
+// Per layer:  x -> RMSNorm -> q,k,v projections -> [Qwen3: per-head RMSNorm on q and k] -> rotary (rotate-half) ->
+//             causal GQA attention over the KV cache -> o_proj -> +x -> RMSNorm -> down(silu(gate) * up) -> +x
+// then the final RMSNorm and the LM head (the embedding matrix when tie_word_embeddings).
+// Weights stay in their stored dtype (mapped) and are converted to double row by row; everything else is double.
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "oracle/reference_checkpoint.h"
+
+namespace mi::oracle {
+
+class ReferenceModel {
+ public:
+  // Loads and validates config.json and every weight the forward needs (names, shapes, dtypes). OracleError naming
+  // the file and the field or tensor on anything malformed or not implemented. `threads` >= 1 splits the output
+  // rows of every projection across that many std::threads.
+  explicit ReferenceModel(const std::filesystem::path& checkpoint_dir, int threads = 1);
+  ReferenceModel(ReferenceModel&&) noexcept;
+  ReferenceModel& operator=(ReferenceModel&&) noexcept;
+  ~ReferenceModel();
+
+  int vocab_size() const;
+  std::string architecture() const;  // the config's architectures[0], e.g. "Qwen3ForCausalLM"
+  const ReferenceConfig& config() const;
+  int threads() const;
+
+  // The state of one sequence: how many tokens it holds and, per layer, their keys and values after rotary.
+  struct Sequence {
+    struct LayerCache {
+      std::vector<double> k, v;  // [length, num_kv_heads * head_dim] each, appended row by row
+    };
+    int length = 0;  // tokens seen so far = the position of the next token
+    std::vector<LayerCache> layers;
+  };
+  Sequence new_sequence() const;
+
+  // Runs `ids` at positions seq.length, seq.length+1, ... (one causal forward, the cache extended), and returns the
+  // logits of appended positions logits_from .. ids.size()-1, row-major [ids.size() - logits_from, vocab].
+  // Default: every appended position. OracleError on an id outside [0, vocab) or an empty `ids`.
+  std::vector<double> append(Sequence& seq, const std::vector<int>& ids, int logits_from = 0) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// One greedy step: the chosen id (argmax; the lowest id on an exact tie, as torch.argmax), the top-1 minus top-2
+// logit, and the top-2 id.
+struct GreedyStep {
+  int id = 0;
+  double margin = 0;
+  int runner_up = 0;
+};
+
+// Greedy generation: prefill `prompt` (not empty), then n_new steps (nothing stops early).
+std::vector<GreedyStep> greedy(const ReferenceModel& model, const std::vector<int>& prompt, int n_new);
+
+// Teacher-forced: one causal forward over prompt + continuation; row t of the result ([continuation.size(), vocab],
+// row-major) is the distribution continuation[t] was chosen from, i.e. the logits at position prompt.size()-1+t.
+std::vector<double> teacher_forced_logits(const ReferenceModel& model, const std::vector<int>& prompt,
+                                          const std::vector<int>& continuation);
+
+}  // namespace mi::oracle
