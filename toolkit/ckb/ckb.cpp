@@ -34,6 +34,19 @@ class TomlReader {
     if (!table_.contains(key)) return fallback;
     return str(key);
   }
+  // Every key of the sub-table `key` (absent = empty) as a number.
+  std::map<std::string, double> numbers(const std::string& key) const {
+    std::map<std::string, double> out;
+    if (!table_.contains(key)) return out;
+    const toml::table* t = table_[key].as_table();
+    if (!t) bad(key, "a table of numbers");
+    for (const auto& [k, v] : *t) {
+      const auto d = v.value<double>();
+      if (!d) bad(key + "." + std::string(k.str()), "a number");
+      out[std::string(k.str())] = *d;
+    }
+    return out;
+  }
   int integer_or(const std::string& key, int fallback) const {
     if (!table_.contains(key)) return fallback;
     auto v = table_[key].value_exact<int64_t>();
@@ -176,6 +189,7 @@ Family read_family(const fs::path& file) {
       for (const auto& el : *arr) allowed.push_back(value_as_json_text(el));
     }
   }
+  f.config_ignored = r.strings("config_ignored");
   if (const toml::table* arch = r.subtable("architecture", true)) {
     for (const auto& [key, node] : *arch) {
       auto s = node.value_exact<std::string>();
@@ -290,6 +304,7 @@ void read_gates(const fs::path& file, std::vector<Gate>& out) {
     g.enforced_by = t.str("enforced_by");
     g.criteria = t.strings("criteria", true);
     g.guarded_by = read_test_refs(t, "guarded_by");
+    g.bounds = t.numbers("bounds");
     out.push_back(g);
   });
 }

@@ -44,6 +44,9 @@ struct Family {
   std::string id, title, status, summary;
   std::vector<std::string> architectures, model_types;
   std::map<std::string, std::vector<std::string>> config_allowed;  // key -> allowed values as JSON text
+  // config.json fields that cannot change the computation (config_ignored): a generated engine compares every
+  // other field of a checkpoint's config.json with the one it was generated for and refuses a difference.
+  std::vector<std::string> config_ignored;
   std::map<std::string, std::string> architecture;                 // norm, qk_norm, rope, attention, mlp, ...
   std::vector<std::string> requires_contracts;
   std::vector<std::string> forward_layer, forward_final;
@@ -87,6 +90,7 @@ struct Gate {
   std::string id, level, stage, title, enforced_by;
   std::vector<std::string> criteria;
   std::vector<TestRef> guarded_by;
+  std::map<std::string, double> bounds;  // [gate.bounds]: the numbers the gate runner applies (tolerances, sizes)
 };
 
 struct AgentRole {

@@ -1,16 +1,32 @@
+// B0 (ckb/test_contracts/gates.toml): a clean build of the engine directory; the gate runner hashes what it built.
 #include <chrono>
 #include <filesystem>
 
 #include "gates/gates.h"
+#include "generator/manifest.h"
 #include "process/subprocess.h"
 
 namespace mi::gates {
 namespace fs = std::filesystem;
 
-GateResult build_gate(const generator::Engine& engine, int jobs) {
+std::string check_executable(const generator::Engine& engine, const BuildRecord& record, const std::string& name) {
+  const auto it = record.executables.find(name);
+  if (it == record.executables.end()) return "build/" + name + " was not built by B0 in this verification";
+  const fs::path file = engine.dir / "build" / name;
+  if (!fs::exists(file)) return "build/" + name + " is missing";
+  const std::string sha = generator::sha256_file(file);
+  if (sha != it->second)
+    return "build/" + name + " has sha256 " + sha + ", not the " + it->second + " B0 built (replaced after the build)";
+  return "";
+}
+
+GateResult build_gate(const generator::Engine& engine, int jobs, BuildRecord& record) {
   GateResult g{"B0_build", "build", "basic_execution", false, "", {}, 0, nlohmann::json::object()};
   const auto start = std::chrono::steady_clock::now();
   const fs::path build = engine.dir / "build";
+  // Always from scratch: whatever DIR/build held (a binary newer than its sources, objects from elsewhere) is gone.
+  // Unchanged objects still come back from ccache, which keys them by their preprocessed sources.
+  fs::remove_all(build);
   std::vector<std::string> configure = {"cmake", "-S", engine.dir.string(), "-B", build.string(), "-G", "Ninja",
                                         "-DCMAKE_BUILD_TYPE=Release"};
   if (std::system("command -v ccache >/dev/null 2>&1") == 0) configure.push_back("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache");
@@ -29,8 +45,17 @@ GateResult build_gate(const generator::Engine& engine, int jobs) {
     }
   }
   g.passed = fs::exists(engine.binary);
-  g.summary = g.passed ? "built " + engine.binary.filename().string() : "build produced no binary " + engine.binary.string();
-  if (g.passed) g.evidence["binary_bytes"] = fs::file_size(engine.binary);
+  g.summary = g.passed ? "built " + engine.binary.filename().string() + " from scratch" : "build produced no binary " + engine.binary.string();
+  if (g.passed) {
+    record.binary_sha256 = generator::sha256_file(engine.binary);
+    record.executables[engine.binary.filename().string()] = record.binary_sha256;
+    for (const auto& stage : engine.stage_tests) {
+      const fs::path exe = build / ("stage_" + stage);
+      if (fs::exists(exe)) record.executables[exe.filename().string()] = generator::sha256_file(exe);
+    }
+    g.evidence["binary_bytes"] = fs::file_size(engine.binary);
+    g.evidence["executables_sha256"] = record.executables;
+  }
   g.evidence["log_tail"] = process::tail(log, 1500);
   g.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return g;

@@ -2,6 +2,7 @@
 // The gate runner decides pass or fail from raw outputs; the engine never reports its own verdict.
 #pragma once
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,26 +18,38 @@ struct GateOptions {
   std::filesystem::path stage_model;                 // checkpoint for the framework stage (default: the constraints' model)
 };
 
-// B0: configure and build DIR/build (cmake + ninja). Evidence: build log tail, binary size.
-GateResult build_gate(const generator::Engine& engine, int jobs);
+// What B0 built: the sha256 of every executable, computed by the gate runner right after the build. Every later
+// gate checks an executable against it before running it, so a binary replaced after the build is never run.
+struct BuildRecord {
+  std::string binary_sha256;                          // DIR/build/<engine>
+  std::map<std::string, std::string> executables;     // file name under DIR/build -> sha256 (binary and stages)
+};
 
-// L0: binary reports the manifest hash; every source file listed with matching sha256, none unlisted; no foreign
+// "" when DIR/build/<name> hashes to what B0 recorded, else the problem.
+std::string check_executable(const generator::Engine& engine, const BuildRecord& record, const std::string& name);
+
+// B0: removes DIR/build, configures and builds it from DIR's sources (cmake + ninja), records the executables'
+// sha256 in `record`. Evidence: build log tail, binary size and hash.
+GateResult build_gate(const generator::Engine& engine, int jobs, BuildRecord& record);
+
+// L0: the binary is the one B0 built and reports the manifest hash; every file listed with a matching sha256, none
+// unlisted, each byte-identical to what the generator emits now for the manifest's constraints; no foreign
 // inference framework among the binary's dynamic dependencies.
-GateResult provenance_gate(const generator::Engine& engine);
+GateResult provenance_gate(const generator::Engine& engine, const BuildRecord& record);
 
-// L1 for one stage (its test-contract executable), and L2: every earlier stage again.
-GateResult stage_gate(const generator::Engine& engine, const std::string& stage, const GateOptions& options);
-GateResult regression_gate(const generator::Engine& engine, const std::vector<std::string>& earlier_stages,
-                           const GateOptions& options);
+// L1 for one stage: its test-contract executable (hash-checked) exits 0.
+GateResult stage_gate(const generator::Engine& engine, const std::string& stage, const GateOptions& options,
+                      const BuildRecord& record);
 
-// PASS_VERIFIED: golden greedy traces through the engine as a subprocess, plus authenticity checks.
-GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& options);
+// PASS_VERIFIED (route hf_trace) or PASS_VERIFIED_ORACLE (route oracle): see acceptance_gate.cpp.
+GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& options, const BuildRecord& record);
 
-// L3: peak RSS and a short timing run (recorded, never a pass/fail threshold).
-GateResult evidence_gate(const generator::Engine& engine, const GateOptions& options);
+// L3: TTFT, TPOT and peak RSS measured from outside the engine, compared with the constraints' targets.
+GateResult evidence_gate(const generator::Engine& engine, const GateOptions& options, const BuildRecord& record);
 
-// Runs B0, L0, then per stage L1 (+ L2 of the earlier ones), PASS_VERIFIED and L3, stopping at the first failure
-// (or only `only` when given: a gate id prefix such as "PASS_VERIFIED"). Writes DIR/reports/.
+// Runs B0, L0, the L1 stages, PASS_VERIFIED and L3, stopping at the first failure (or only `only` when given: a gate
+// id prefix such as "PASS_VERIFIED"; B0 always runs). Writes DIR/reports/. The state is PASS_VERIFIED or
+// PASS_VERIFIED_ORACLE (the acceptance route), FAILED:<gate>, or PASSED:<only> for a partial run.
 Report verify_engine(const generator::Engine& engine, const GateOptions& options, const std::string& only = "");
 
 // The dynamic dependencies (DT_NEEDED) of an ELF file; mi::Error if it is not a readable ELF64 file.

@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "constraints/constraints.h"
+#include "coverage/coverage.h"
 #include "gates/gates.h"
 #include "generator/manifest.h"
 #include "process/subprocess.h"
@@ -51,10 +53,55 @@ std::vector<std::string> elf_needed_libraries(const fs::path& file) {
   return needed;
 }
 
-GateResult provenance_gate(const generator::Engine& engine) {
+namespace {
+
+// What the generator emits now for the manifest's constraints (platform as resolved then), CKB and components:
+// engine-relative path -> content. An edited source passes the manifest's own hashes when the manifest was rewritten
+// too; it cannot pass this.
+std::map<std::string, std::string> regenerate(const generator::Engine& engine) {
+  const nlohmann::json& m = engine.manifest;
+  const nlohmann::json& c = m.at("constraints");
+  constraints::Overrides o;
+  o.model = c.at("model").get<std::string>();
+  o.platform = c.at("platform").get<std::string>();  // as the user gave it ("auto" resolves the same on this host)
+  o.dtype = c.at("dtype").get<std::string>();
+  o.mode = c.at("mode").get<std::string>();
+  o.numerics = c.at("numerics").get<std::string>();
+  o.prefix_cache = c.at("prefix_cache").get<bool>() ? "on" : "off";
+  o.threads = c.at("threads").get<int>();
+  o.tensor_parallel = c.at("tensor_parallel").get<int>();
+  o.max_batch = c.at("max_batch").get<int>();
+  o.max_context = c.at("max_context").get<int>();
+  o.kv_block_size = c.at("kv_block_size").get<int>();
+  o.chunked_prefill = c.at("chunked_prefill").get<int>();
+  const nlohmann::json& t = c.at("targets");
+  o.ttft_ms = t.at("ttft_ms").get<double>();
+  o.tpot_ms = t.at("tpot_ms").get<double>();
+  o.throughput_tok_s = t.at("throughput_tok_s").get<double>();
+  o.memory_mb = t.at("memory_mb").get<double>();
+  const ckb::Ckb ckb = ckb::load(ckb::default_ckb_dir());
+  coverage::Plan plan = coverage::plan_for(ckb, "", o);
+  plan.constraints.source = c.value("source", "");
+  generator::GenerateOptions go;
+  go.out = engine.dir;
+  if (m.contains("fault") && m.at("fault").is_string()) go.fault = m.at("fault").get<std::string>();
+  if (m.contains("fault_trace") && m.at("fault_trace").is_string()) go.fault_trace = m.at("fault_trace").get<std::string>();
+  std::map<std::string, std::string> files;
+  for (auto& f : generator::emit_engine(ckb, plan, go)) files[f.entry.path] = std::move(f.content);
+  return files;
+}
+
+}  // namespace
+
+GateResult provenance_gate(const generator::Engine& engine, const BuildRecord& record) {
   GateResult g{"L0_provenance", "L0", "basic_execution", false, "", {}, 0, nlohmann::json::object()};
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> problems;
+
+  // 0. The binary is the one B0 built.
+  const std::string built = check_executable(engine, record, engine.binary.filename().string());
+  if (!built.empty()) problems.push_back(built);
+  g.evidence["binary_sha256"] = record.binary_sha256;
 
   // 1. The binary was built from this manifest.
   const std::string manifest_sha = generator::sha256_file(engine.dir / "MANIFEST.json");
@@ -68,6 +115,8 @@ GateResult provenance_gate(const generator::Engine& engine) {
     problems.push_back("`--version --json` did not print a JSON object (exit " + std::to_string(v.exit_code) + "): " +
                        process::tail(v.out + v.err, 300));
   }
+  if (reported.empty() && v.exit_code == 0)
+    problems.push_back("`--version --json` reports no manifest_sha256: the binary cannot say what it was built from");
   if (!reported.empty() && reported != manifest_sha)
     problems.push_back("binary reports manifest " + reported + " but MANIFEST.json hashes to " + manifest_sha +
                        " (rebuild, or the binary comes from elsewhere)");
@@ -91,6 +140,25 @@ GateResult provenance_gate(const generator::Engine& engine) {
   }
   for (const auto& [rel, sha] : listed) problems.push_back("file " + rel + " is in MANIFEST.json but missing");
   g.evidence["files_checked"] = checked;
+
+  // 2b. Every file is what the generator emits for this engine's constraints now.
+  try {
+    const std::map<std::string, std::string> expected = regenerate(engine);
+    int identical = 0;
+    for (const auto& rel : generator::engine_source_files(engine.dir)) {
+      const auto it = expected.find(rel);
+      if (it == expected.end()) continue;  // reported above as unlisted, or a generator change (next line)
+      if (generator::read_file(engine.dir / rel) != it->second)
+        problems.push_back("file " + rel + " differs from what the generator emits for this engine's constraints");
+      else
+        ++identical;
+    }
+    for (const auto& [rel, content] : expected)
+      if (!fs::exists(engine.dir / rel)) problems.push_back("file " + rel + " is emitted by the generator but missing");
+    g.evidence["files_identical_to_regeneration"] = identical;
+  } catch (const std::exception& e) {
+    problems.push_back(std::string("cannot regenerate the engine from its manifest to compare: ") + e.what());
+  }
 
   // 3. No foreign inference framework among the dynamic dependencies (direct: ELF DT_NEEDED; transitive: ldd).
   std::vector<std::string> needed;
@@ -117,8 +185,8 @@ GateResult provenance_gate(const generator::Engine& engine) {
 
   g.passed = problems.empty();
   g.evidence["problems"] = problems;
-  g.summary = g.passed ? "manifest hash matches the binary; " + std::to_string(checked) +
-                             " files match their sha256; no foreign framework linked"
+  g.summary = g.passed ? "the binary B0 built reports this manifest; " + std::to_string(checked) +
+                             " files match their sha256 and the generator's output; no foreign framework linked"
                        : problems.front() + (problems.size() > 1 ? " (+" + std::to_string(problems.size() - 1) + " more)" : "");
   g.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return g;

@@ -1,5 +1,5 @@
-// The gate runner: stages in order, each gated; a failing gate stops the run and names the stage, the command and
-// the evidence (paper Appendix A.1: L0 -> L1 per stage with L2 regression -> acceptance -> L3).
+// The gate runner: gates in order, each on the real artefact; a failing gate stops the run and names the stage, the
+// command and the evidence (paper Appendix A.1: build -> L0 -> L1 per stage -> acceptance -> L3).
 #include "gates/gates.h"
 #include "generator/manifest.h"
 
@@ -15,25 +15,25 @@ Report verify_engine(const generator::Engine& engine, const GateOptions& options
     return report.gates.back().passed;
   };
 
-  bool ok = record(build_gate(engine, std::max(1, options.threads)));
-  if (ok && selected("L0")) ok = record(provenance_gate(engine));
-  std::vector<std::string> passed_stages;
-  for (const auto& stage : engine.stage_tests) {
-    if (!ok) break;
-    if (selected("L1") || selected("L1_stage:" + stage)) ok = record(stage_gate(engine, stage, options));
-    if (ok && !passed_stages.empty() && (selected("L2") || selected("L1"))) ok = record(regression_gate(engine, passed_stages, options));
-    passed_stages.push_back(stage);
+  BuildRecord build;
+  bool ok = record(build_gate(engine, std::max(1, options.threads), build));
+  if (ok && selected("L0")) ok = record(provenance_gate(engine, build));
+  for (const auto& stage : engine.stage_tests)
+    if (ok && (selected("L1") || selected("L1_stage:" + stage))) ok = record(stage_gate(engine, stage, options, build));
+  std::string accepted_as = "PASS_VERIFIED";
+  if (ok && selected("PASS_VERIFIED")) {
+    ok = record(acceptance_gate(engine, options, build));
+    accepted_as = report.gates.back().evidence.value("state", "PASS_VERIFIED");
   }
-  if (ok && selected("PASS_VERIFIED")) ok = record(acceptance_gate(engine, options));
-  if (ok && selected("L3")) ok = record(evidence_gate(engine, options));
+  if (ok && selected("L3")) ok = record(evidence_gate(engine, options, build));
 
-  report.state = "PASS_VERIFIED";
+  report.state = accepted_as;
   for (const auto& g : report.gates)
     if (!g.passed) {
       report.state = "FAILED:" + g.id;
       break;
     }
-  if (!only.empty() && report.state == "PASS_VERIFIED") report.state = "PASSED:" + only;  // a partial run verifies nothing whole
+  if (!only.empty() && !report.failed()) report.state = "PASSED:" + only;  // a partial run verifies nothing whole
   report.write(engine.dir);
   return report;
 }

@@ -28,7 +28,7 @@ RunResult run(const std::vector<std::string>& argv, const RunOptions& options) {
     fail("run: pipe failed: ", std::strerror(errno));
 
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
+  for (char** e = environ; !options.clear_env && *e; ++e) {
     const std::string kv = *e;
     const std::string key = kv.substr(0, kv.find('='));
     if (!options.env.count(key)) env_strings.push_back(kv);

@@ -13,6 +13,7 @@ namespace mi::process {
 struct RunOptions {
   std::filesystem::path cwd;                 // empty = inherit
   std::map<std::string, std::string> env;    // added to / overriding the inherited environment
+  bool clear_env = false;                    // true: the child's environment is exactly `env`
   double timeout_s = 600;
   bool merge_stderr = false;                 // stderr into stdout
   std::string stdin_data;                    // written to the child's stdin, then closed
