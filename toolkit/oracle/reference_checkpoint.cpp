@@ -389,7 +389,8 @@ ReferenceConfig read_reference_config(const fs::path& dir) {
   }
 
   // Everything the oracle does not compute is refused rather than ignored.
-  const std::string act = r.present("hidden_act") ? r.string_or("hidden_act", "silu") : r.string_or("hidden_activation", "silu");
+  const std::string act =
+      r.present("hidden_act") ? r.string_or("hidden_act", "silu") : r.string_or("hidden_activation", "silu");
   if (act != "silu")
     error(r.where, ": field 'hidden_act': '", act, "' is not implemented by the oracle (only \"silu\")");
   if (r.bool_or("attention_bias", false))

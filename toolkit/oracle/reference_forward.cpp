@@ -19,19 +19,27 @@ template <class... Parts>
   throw OracleError(out.str());
 }
 
-// Weights of one full-attention decoder layer (pointers into the mapped checkpoint).
-struct AttentionLayer {
-  const TensorRef* input_norm;      // [H]
-  const TensorRef* q_proj;          // [nH*D, H]
-  const TensorRef* k_proj;          // [nKV*D, H]
-  const TensorRef* v_proj;          // [nKV*D, H]
-  const TensorRef* q_norm;          // [D]   (Qwen3 only, else nullptr)
-  const TensorRef* k_norm;          // [D]   (Qwen3 only, else nullptr)
-  const TensorRef* o_proj;          // [H, nH*D]
-  const TensorRef* post_norm;       // [H]
-  const TensorRef* gate_proj;       // [I, H]
-  const TensorRef* up_proj;         // [I, H]
-  const TensorRef* down_proj;       // [H, I]
+// Weights of one decoder layer (pointers into the mapped checkpoint): the token mixer of its kind, then the MLP.
+// A hybrid model's Gated DeltaNet layers would add a LinearAttentionWeights member and a step function for it.
+struct AttentionWeights {  // LayerKind::FullAttention
+  const TensorRef* q_proj;  // [nH*D, H]
+  const TensorRef* k_proj;  // [nKV*D, H]
+  const TensorRef* v_proj;  // [nKV*D, H]
+  const TensorRef* q_norm;  // [D]   (Qwen3 only, else nullptr)
+  const TensorRef* k_norm;  // [D]   (Qwen3 only, else nullptr)
+  const TensorRef* o_proj;  // [H, nH*D]
+};
+struct MlpWeights {  // SwiGLU
+  const TensorRef* gate_proj;  // [I, H]
+  const TensorRef* up_proj;    // [I, H]
+  const TensorRef* down_proj;  // [H, I]
+};
+struct LayerWeights {
+  LayerKind kind;
+  const TensorRef* input_norm;  // [H]
+  AttentionWeights attn;
+  const TensorRef* post_norm;   // [H]
+  MlpWeights mlp;
 };
 
 // ---- steps ------------------------------------------------------------------------------------------------------
@@ -111,25 +119,28 @@ struct Dims {
   double eps;
 };
 
-// x[T, H] += attention(RMSNorm(x)), the new keys/values appended to `cache` (which holds pos0 positions before).
-void attention_block(const AttentionLayer& w, const Dims& d, const std::vector<double>& inv_freq, int threads,
-                     int64_t pos0, ReferenceModel::Sequence::LayerCache& cache, std::vector<double>& x, int64_t T) {
+// out[T, H] = attention(h), h = the normed input [T, H]; the new keys/values are appended to `cache` (which holds
+// pos0 positions before).
+void attention(const AttentionWeights& w, const Dims& d, const std::vector<double>& inv_freq, int threads,
+               int64_t pos0, ReferenceModel::Sequence::LayerCache& cache, const std::vector<double>& h, int64_t T,
+               std::vector<double>& out) {
   const int64_t qd = d.nH * d.D, kvd = d.nKV * d.D;
-  std::vector<double> h(T * d.H);                                           // [T, H]
-  for (int64_t t = 0; t < T; ++t) rms_norm(&x[t * d.H], *w.input_norm, d.eps, d.H, &h[t * d.H]);
-
   std::vector<double> q(T * qd), k(T * kvd), v(T * kvd);                   // [T, nH*D], [T, nKV*D] x2
   matmul(h.data(), T, *w.q_proj, q.data(), threads);
   matmul(h.data(), T, *w.k_proj, k.data(), threads);
   matmul(h.data(), T, *w.v_proj, v.data(), threads);
 
   for (int64_t t = 0; t < T; ++t) {
-    if (w.q_norm) {  // Qwen3: RMSNorm of every head vector, before rotary
-      for (int64_t hh = 0; hh < d.nH; ++hh) rms_norm(&q[t * qd + hh * d.D], *w.q_norm, d.eps, d.D, &q[t * qd + hh * d.D]);
-      for (int64_t hh = 0; hh < d.nKV; ++hh) rms_norm(&k[t * kvd + hh * d.D], *w.k_norm, d.eps, d.D, &k[t * kvd + hh * d.D]);
+    for (int64_t hh = 0; hh < d.nH; ++hh) {
+      double* qh = &q[t * qd + hh * d.D];
+      if (w.q_norm) rms_norm(qh, *w.q_norm, d.eps, d.D, qh);  // Qwen3: RMSNorm of every head vector, before rotary
+      rope(qh, d.D, pos0 + t, inv_freq);
     }
-    for (int64_t hh = 0; hh < d.nH; ++hh) rope(&q[t * qd + hh * d.D], d.D, pos0 + t, inv_freq);
-    for (int64_t hh = 0; hh < d.nKV; ++hh) rope(&k[t * kvd + hh * d.D], d.D, pos0 + t, inv_freq);
+    for (int64_t hh = 0; hh < d.nKV; ++hh) {
+      double* kh = &k[t * kvd + hh * d.D];
+      if (w.k_norm) rms_norm(kh, *w.k_norm, d.eps, d.D, kh);
+      rope(kh, d.D, pos0 + t, inv_freq);
+    }
   }
   cache.k.insert(cache.k.end(), k.begin(), k.end());                       // cache: [S, nKV*D]
   cache.v.insert(cache.v.end(), v.begin(), v.end());
@@ -151,31 +162,25 @@ void attention_block(const AttentionLayer& w, const Dims& d, const std::vector<d
       }
       double sum = 0;
       for (int64_t s = 0; s < n_seen; ++s) sum += (score[s] = std::exp(score[s] - max_score));
-      double* out = &att[t * qd + hh * d.D];
+      double* o = &att[t * qd + hh * d.D];
       for (int64_t s = 0; s < n_seen; ++s) {
         const double p = score[s] / sum;
         const double* vs = &cache.v[s * kvd + kv * d.D];
-        for (int64_t i = 0; i < d.D; ++i) out[i] += p * vs[i];
+        for (int64_t i = 0; i < d.D; ++i) o[i] += p * vs[i];
       }
     }
   }
-
-  std::vector<double> o(T * d.H);                                           // [T, H]
-  matmul(att.data(), T, *w.o_proj, o.data(), threads);
-  for (int64_t i = 0; i < T * d.H; ++i) x[i] += o[i];
+  matmul(att.data(), T, *w.o_proj, out.data(), threads);                  // out: [T, H]
 }
 
-// x[T, H] += down(silu(gate(h)) * up(h)), h = RMSNorm(x).
-void mlp_block(const AttentionLayer& w, const Dims& d, int threads, std::vector<double>& x, int64_t T) {
-  std::vector<double> h(T * d.H);                                           // [T, H]
-  for (int64_t t = 0; t < T; ++t) rms_norm(&x[t * d.H], *w.post_norm, d.eps, d.H, &h[t * d.H]);
+// out[T, H] = down(silu(gate(h)) * up(h)), h = the normed input [T, H].
+void swiglu_mlp(const MlpWeights& w, const Dims& d, int threads, const std::vector<double>& h, int64_t T,
+                std::vector<double>& out) {
   std::vector<double> g(T * d.I), u(T * d.I);                               // [T, I] x2
   matmul(h.data(), T, *w.gate_proj, g.data(), threads);
   matmul(h.data(), T, *w.up_proj, u.data(), threads);
   for (int64_t i = 0; i < T * d.I; ++i) g[i] = silu(g[i]) * u[i];
-  std::vector<double> down(T * d.H);                                        // [T, H]
-  matmul(g.data(), T, *w.down_proj, down.data(), threads);
-  for (int64_t i = 0; i < T * d.H; ++i) x[i] += down[i];
+  matmul(g.data(), T, *w.down_proj, out.data(), threads);                 // out: [T, H]
 }
 
 }  // namespace
@@ -191,7 +196,7 @@ struct ReferenceModel::Impl {
   const TensorRef* embed = nullptr;       // [V, H]
   const TensorRef* final_norm = nullptr;  // [H]
   const TensorRef* lm_head = nullptr;     // [V, H] (== embed when tied)
-  std::vector<AttentionLayer> layers;
+  std::vector<LayerWeights> layers;
 
   Impl(ReferenceConfig c, CheckpointWeights w) : cfg(std::move(c)), weights(std::move(w)) {}
 };
@@ -215,26 +220,26 @@ ReferenceModel::ReferenceModel(const std::filesystem::path& dir, int threads) {
   m.lm_head = c.tie_word_embeddings ? m.embed : &W.get("lm_head.weight", {d.V, d.H});
   for (int64_t l = 0; l < d.L; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
-    switch (c.layer_kinds[l]) {
-      case LayerKind::FullAttention: {
-        AttentionLayer a{};
-        a.input_norm = &W.get(p + "input_layernorm.weight", {d.H});
-        a.q_proj = &W.get(p + "self_attn.q_proj.weight", {d.nH * d.D, d.H});
-        a.k_proj = &W.get(p + "self_attn.k_proj.weight", {d.nKV * d.D, d.H});
-        a.v_proj = &W.get(p + "self_attn.v_proj.weight", {d.nKV * d.D, d.H});
-        a.o_proj = &W.get(p + "self_attn.o_proj.weight", {d.H, d.nH * d.D});
+    LayerWeights w{};
+    w.kind = c.layer_kinds[l];
+    w.input_norm = &W.get(p + "input_layernorm.weight", {d.H});
+    switch (w.kind) {
+      case LayerKind::FullAttention:
+        w.attn.q_proj = &W.get(p + "self_attn.q_proj.weight", {d.nH * d.D, d.H});
+        w.attn.k_proj = &W.get(p + "self_attn.k_proj.weight", {d.nKV * d.D, d.H});
+        w.attn.v_proj = &W.get(p + "self_attn.v_proj.weight", {d.nKV * d.D, d.H});
+        w.attn.o_proj = &W.get(p + "self_attn.o_proj.weight", {d.H, d.nH * d.D});
         if (c.qk_norm) {
-          a.q_norm = &W.get(p + "self_attn.q_norm.weight", {d.D});
-          a.k_norm = &W.get(p + "self_attn.k_norm.weight", {d.D});
+          w.attn.q_norm = &W.get(p + "self_attn.q_norm.weight", {d.D});
+          w.attn.k_norm = &W.get(p + "self_attn.k_norm.weight", {d.D});
         }
-        a.post_norm = &W.get(p + "post_attention_layernorm.weight", {d.H});
-        a.gate_proj = &W.get(p + "mlp.gate_proj.weight", {d.I, d.H});
-        a.up_proj = &W.get(p + "mlp.up_proj.weight", {d.I, d.H});
-        a.down_proj = &W.get(p + "mlp.down_proj.weight", {d.H, d.I});
-        m.layers.push_back(a);
         break;
-      }
     }
+    w.post_norm = &W.get(p + "post_attention_layernorm.weight", {d.H});
+    w.mlp.gate_proj = &W.get(p + "mlp.gate_proj.weight", {d.I, d.H});
+    w.mlp.up_proj = &W.get(p + "mlp.up_proj.weight", {d.I, d.H});
+    w.mlp.down_proj = &W.get(p + "mlp.down_proj.weight", {d.H, d.I});
+    m.layers.push_back(w);
   }
 }
 
@@ -268,20 +273,26 @@ std::vector<double> ReferenceModel::append(Sequence& seq, const std::vector<int>
   std::vector<double> x(T * d.H);
   for (int64_t t = 0; t < T; ++t) m.embed->row_to_double(ids[t], d.H, &x[t * d.H]);
 
-  // Decoder layers.
+  // Decoder layers (pre-norm, residual):  x += mixer(RMSNorm(x));  x += mlp(RMSNorm(x)).
+  std::vector<double> h(T * d.H), y(T * d.H);                              // [T, H] each
   for (size_t l = 0; l < m.layers.size(); ++l) {
-    switch (m.cfg.layer_kinds[l]) {
+    const LayerWeights& w = m.layers[l];
+    for (int64_t t = 0; t < T; ++t) rms_norm(&x[t * d.H], *w.input_norm, d.eps, d.H, &h[t * d.H]);
+    switch (w.kind) {
       case LayerKind::FullAttention:
-        attention_block(m.layers[l], d, m.inv_freq, m.threads, pos0, seq.layers[l], x, T);
+        attention(w.attn, d, m.inv_freq, m.threads, pos0, seq.layers[l], h, T, y);
         break;
     }
-    mlp_block(m.layers[l], d, m.threads, x, T);
+    for (int64_t i = 0; i < T * d.H; ++i) x[i] += y[i];
+
+    for (int64_t t = 0; t < T; ++t) rms_norm(&x[t * d.H], *w.post_norm, d.eps, d.H, &h[t * d.H]);
+    swiglu_mlp(w.mlp, d, m.threads, h, T, y);
+    for (int64_t i = 0; i < T * d.H; ++i) x[i] += y[i];
   }
   seq.length += static_cast<int>(T);
 
   // Final norm and LM head, for the requested rows only.                    logits: [R, V]
   const int64_t R = T - logits_from;
-  std::vector<double> h(R * d.H);
   for (int64_t r = 0; r < R; ++r) rms_norm(&x[(logits_from + r) * d.H], *m.final_norm, d.eps, d.H, &h[r * d.H]);
   std::vector<double> logits(R * d.V);
   if (R > 0) matmul(h.data(), R, *m.lm_head, logits.data(), m.threads);

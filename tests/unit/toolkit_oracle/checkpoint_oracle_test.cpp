@@ -55,6 +55,41 @@ TEST(OracleCheckpoint, F32CopyGivesIdenticalGreedyIds) {
   }
 }
 
+TEST(OracleCheckpoint, F16CopyGivesIdenticalGreedyIds) {
+  EXPECT_EQ(mi::oracle::f16_to_double(f16_bits(0.1f)), 0.0999755859375);  // the test's own encoder, checked
+  EXPECT_EQ(mi::oracle::f16_to_double(f16_bits(-3e-6f)), -50 * std::ldexp(1.0, -24));
+  mi_test::TempDir tmp("oracle-f16");
+  copy_case("qwen3-hd128", tmp.path(), {}, [](std::vector<OwnedTensor>& ts) {
+    for (OwnedTensor& t : ts) t = to_f16(t);
+  });
+  expect_matches_trace(tmp.path(), "qwen3-hd128");
+}
+
+TEST(OracleCheckpoint, TextConfigRopeParametersAndDefaultHeadDim) {
+  mi_test::TempDir tmp("oracle-config-forms");
+  // A composite config: the dimensions under text_config, the architecture at the top.
+  copy_case("qwen3-tiny", tmp / "nested", [](json& c) {
+    json outer = {{"architectures", c.at("architectures")}, {"model_type", "qwen3_wrapper"}};
+    c.erase("architectures");
+    outer["text_config"] = c;
+    c = outer;
+  });
+  const ReferenceModel nested(tmp / "nested");
+  EXPECT_EQ(nested.config().config_source, "config.json: text_config");
+  EXPECT_EQ(nested.config().hidden_size, 128);
+  expect_matches_trace(tmp / "nested", "qwen3-tiny");
+  // transformers 5: rope_theta inside rope_parameters (a wrong top-level value is overridden by it).
+  copy_case("llama-tiny", tmp / "v5", [](json& c) {
+    c.erase("rope_scaling");
+    c["rope_theta"] = 123.0;
+    c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+    c.erase("head_dim");  // then hidden_size / num_attention_heads = 32
+  });
+  EXPECT_EQ(ReferenceModel(tmp / "v5").config().rope_theta, 10000.0);
+  EXPECT_EQ(ReferenceModel(tmp / "v5").config().head_dim, 32);
+  expect_matches_trace(tmp / "v5", "llama-tiny");
+}
+
 TEST(OracleCheckpoint, ShardedCheckpointGivesIdenticalGreedyIds) {
   mi_test::TempDir tmp("oracle-shards");
   copy_case("qwen3-hd128", tmp.path(), {}, {}, 400 * 1024);  // several shards + model.safetensors.index.json
@@ -282,7 +317,8 @@ TEST(OracleBadInput, UnsupportedDtypeIsNamed) {
   for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
   json header = json::parse(bytes.substr(8, n));
   const std::string data = bytes.substr(8 + n);
-  header["model.norm.weight"] = {{"dtype", "F64"}, {"shape", {128}}, {"data_offsets", {data.size(), data.size() + 1024}}};
+  header["model.norm.weight"] = {
+      {"dtype", "F64"}, {"shape", {128}}, {"data_offsets", {data.size(), data.size() + 1024}}};
   std::string h = header.dump();
   while (h.size() % 8) h += ' ';
   std::string out(8, '\0');

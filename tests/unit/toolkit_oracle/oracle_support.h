@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -81,6 +82,40 @@ inline OwnedTensor to_f32(const OwnedTensor& t) {
     std::memcpy(&f.bytes[4 * i], &u, 4);
   }
   return f;
+}
+
+// BF16 -> F16, round to nearest even (golden weights lie well inside the f16 range; values below 2^-14 become f16
+// subnormals and may lose low bits).
+inline uint16_t f16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint16_t sign = (u >> 16) & 0x8000;
+  const double a = std::fabs(static_cast<double>(f));
+  if (a == 0) return sign;
+  int e;
+  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1): the f16 exponent is e - 1
+  if (e - 1 < -14) return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));  // subnormal, 2^-24 units
+  double q = std::nearbyint(std::ldexp(a, 10 - (e - 1)));  // significand in [1024, 2048]
+  if (q == 2048) {
+    q = 1024;
+    ++e;
+  }
+  return sign | static_cast<uint16_t>(((e - 1 + 15) << 10) | (static_cast<int>(q) - 1024));
+}
+
+inline OwnedTensor to_f16(const OwnedTensor& t) {
+  if (t.dtype != mi::io::DType::BF16) return t;
+  OwnedTensor h{t.name, mi::io::DType::F16, t.shape, std::vector<unsigned char>(t.bytes.size())};
+  for (size_t i = 0; i < t.bytes.size() / 2; ++i) {
+    uint16_t b;
+    std::memcpy(&b, &t.bytes[2 * i], 2);
+    const uint32_t u = static_cast<uint32_t>(b) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    const uint16_t bits = f16_bits(f);
+    std::memcpy(&h.bytes[2 * i], &bits, 2);
+  }
+  return h;
 }
 
 // A copy of golden case `name` in `dst`: config.json edited by `edit_config`, weights by `edit_weights`.
