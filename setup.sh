@@ -25,7 +25,9 @@ done
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 # ---- 1. Debian packages --------------------------------------------------------------------------------------
-APT_PACKAGES=(g++ cmake ninja-build pkg-config ccache nodejs npm
+# bubblewrap and strace: the acceptance gate runs the engine under test in its own namespaces and audits the paths
+# it names (toolkit/gates/sandbox.h).
+APT_PACKAGES=(g++ cmake ninja-build pkg-config ccache nodejs npm bubblewrap strace
               nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libutf8proc-dev libssl-dev libgtest-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -106,7 +108,12 @@ STATE=$(printf '%s' "$RESULT" | sed -n 's/.*"state":"\([^"]*\)"}$/\1/p')
 ENGINE=$(printf '%s' "$RESULT" | sed -n 's/^{"binary":"\([^"]*\)".*/\1/p')
 ENGINE_DIR=$(dirname "$(dirname "$ENGINE")")
 log "engine $ENGINE_DIR: $STATE (report: $ENGINE_DIR/reports/verification.md)"
-[ "$STATE" = "PASS_VERIFIED" ] || { sed -n '1,40p' "$ENGINE_DIR/reports/verification.md" >&2; exit 1; }
+# PASS_VERIFIED: checked against a Hugging Face trace of this checkpoint; PASS_VERIFIED_ORACLE: against the reference
+# forward pass on this checkpoint (no trace exists for it).
+case "$STATE" in
+  PASS_VERIFIED|PASS_VERIFIED_ORACLE) ;;
+  *) sed -n '1,40p' "$ENGINE_DIR/reports/verification.md" >&2; exit 1 ;;
+esac
 if [ -f "$MODEL/tokenizer.json" ]; then
   log "one prompt through the engine: $ENGINE generate --model $MODEL --prompt 'The capital of France is' --max-new-tokens 16"
   "$ENGINE" generate --model "$MODEL" --prompt "The capital of France is" --max-new-tokens 16 --json

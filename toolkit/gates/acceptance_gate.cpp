@@ -130,8 +130,10 @@ class OracleRows {
 
 // Every engine token must be the oracle's argmax at its position, or a near-tie: an oracle logit within `near_tie`
 // of the oracle's maximum. Returns the failure ("" = passed) and counts the near-ties taken.
-std::string check_near_ties(OracleRows& oracle, const Ids& prompt, const Ids& ids, double near_tie, int& near_ties) {
-  if (ids.empty()) return "";
+std::string check_near_ties(OracleRows& oracle, const Ids& prompt, const Ids& ids, int expected_count, double near_tie,
+                            int& near_ties) {
+  if (int(ids.size()) != expected_count)
+    return "the engine generated " + std::to_string(ids.size()) + " tokens, not " + std::to_string(expected_count);
   Ids sequence = prompt;
   sequence.insert(sequence.end(), ids.begin(), ids.end() - 1);
   const std::vector<double>& rows = oracle.rows(sequence);
@@ -388,7 +390,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
           pr["precise"] = "identical to the HF trace";
         }
       } else {
-        const std::string why = check_near_ties(oracle, p.ids, base.ids, bounds.near_tie, near_ties);
+        const std::string why = check_near_ties(oracle, p.ids, base.ids, p.new_tokens, bounds.near_tie, near_ties);
         if (!why.empty()) fail_prompt("precise", "greedy ids differ from the oracle: " + why);
         else pr["precise"] = "every token the oracle's argmax or a near-tie";
       }
@@ -414,8 +416,8 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
         const std::string what = "chunk_" + std::to_string(chunk);
         const Run r = subject.generate(model, p.ids, p.new_tokens, "precise", chunk);
         if (!r.ok) { fail_prompt(what, r.error); continue; }
-        const std::string why = p.expected ? (r.ids == *p.expected ? "" : "greedy ids differ from the reference trace")
-                                           : check_near_ties(oracle, p.ids, r.ids, bounds.near_tie, near_ties);
+        const std::string why = p.expected ? std::string(r.ids == *p.expected ? "" : "greedy ids differ from the reference trace")
+                                           : check_near_ties(oracle, p.ids, r.ids, p.new_tokens, bounds.near_tie, near_ties);
         if (!why.empty()) fail_prompt(what, why);
         else pr[what] = "ok";
       }
@@ -433,7 +435,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
         }
         const Run r = subject.generate(model, p.ids, p.new_tokens, "fast", 0);
         int fast_ties = 0;
-        const std::string why = r.ok ? check_near_ties(oracle, p.ids, r.ids, 2 * bounds.fast_tolerance, fast_ties) : r.error;
+        const std::string why = r.ok ? check_near_ties(oracle, p.ids, r.ids, p.new_tokens, 2 * bounds.fast_tolerance, fast_ties) : r.error;
         if (!why.empty()) fail_prompt("fast_greedy", why);
         else pr["fast_greedy"] = "ok (" + std::to_string(fast_ties) + " near-ties)";
       }
@@ -467,7 +469,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
         done = true;
         const Run r = subject.generate(sandbox.add_checkpoint(copy), probe.ids, probe.new_tokens, "precise", 0);
         int ties = 0;
-        const std::string why = r.ok ? check_near_ties(perturbed_oracle, probe.ids, r.ids, bounds.near_tie, ties) : r.error;
+        const std::string why = r.ok ? check_near_ties(perturbed_oracle, probe.ids, r.ids, probe.new_tokens, bounds.near_tie, ties) : r.error;
         a["result"] = why.empty() ? "the engine followed the perturbation (oracle's output)" : why;
         if (!why.empty()) failures.push_back("authenticity (perturbed " + pert.tensor + ", " + pert.how + "): " + why);
         attempts.push_back(a);
@@ -504,7 +506,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
         const std::string other = sandbox.add_checkpoint(fresh);
         int ties = 0;
         const Run r = subject.generate(other, probe.ids, probe.new_tokens, "precise", 0);
-        const std::string why = r.ok ? check_near_ties(fresh_oracle, probe.ids, r.ids, bounds.near_tie, ties) : r.error;
+        const std::string why = r.ok ? check_near_ties(fresh_oracle, probe.ids, r.ids, probe.new_tokens, bounds.near_tie, ties) : r.error;
         if (!why.empty()) failures.push_back("authenticity (fresh random weights of this shape): " + why);
         second.push_back({{"checkpoint", "fresh random weights of this shape (seed " + std::to_string(seed) + ")"}, {"against", "the oracle"},
                           {"result", why.empty() ? "ok" : why}});

@@ -91,9 +91,11 @@ GateResult evidence_gate(const generator::Engine& engine, const GateOptions& opt
     const double decode_ms = error.empty() ? best_wall(prompt_tokens, 1 + new_tokens, error) : 0;
     if (!error.empty()) return finish(false, error);
 
+    // A difference at or below zero means the step was not measurable above start-up noise: recorded as 0 (TTFT) or
+    // as an infinite rate, and any target on it is then judged on that.
     const double ttft_ms = std::max(0.0, prefill_ms - startup_ms);
-    const double tpot_ms = std::max(1e-6, (decode_ms - prefill_ms) / new_tokens);
-    const double decode_tok_s = 1000.0 / tpot_ms;
+    const double tpot_ms = std::max(0.0, (decode_ms - prefill_ms) / new_tokens);
+    const double decode_tok_s = tpot_ms > 0 ? 1000.0 / tpot_ms : std::numeric_limits<double>::infinity();
     const double rss_mb = double(peak_rss_kb) / 1024.0;
     const io::WeightStore store = io::WeightStore::open(checkpoint);
     const auto& dims = plan.at("model").at("dims");

@@ -46,7 +46,11 @@ void expect_pass_verified(const std::string& platform) {
     const json report = json::parse(std::ifstream(dir / c / "reports" / "verification.json"));
     std::set<std::string> gates;
     for (const auto& g : report.at("gates")) gates.insert(g.at("id").get<std::string>().substr(0, 8));
-    for (const char* g : {"B0_build", "L0_prove", "L1_stage", "L2_regre", "PASS_VER", "L3_evide"}) EXPECT_TRUE(gates.count(g)) << g;
+    for (const char* g : {"B0_build", "L0_prove", "L1_stage", "PASS_VER", "L3_perfo"}) EXPECT_TRUE(gates.count(g)) << g;
+    EXPECT_FALSE(gates.count("L2_regre")) << "there is no L2 gate (README)";
+    const json& acceptance = report.at("gates")[report.at("gates").size() - 2];
+    EXPECT_EQ(acceptance.at("evidence").at("route"), "hf_trace");
+    EXPECT_TRUE(acceptance.at("evidence").at("outside_paths").empty());
     EXPECT_TRUE(fs::exists(dir / c / "reports" / "verification.md"));
   }
 }
@@ -114,16 +118,14 @@ TEST(Gates, PlantedNumericalBugFailsStageTestsAndPassVerified) {
 TEST(Gates, EngineThatPrintsAFixedTokenListFailsAuthenticity) {
   mi_test::TempDir dir("fixed");
   const std::string trace = (golden("qwen3-tiny") / "trace.json").string();
-  // With both same-shape checkpoints: the different-seed checkpoint exposes it.
-  const json r = generate({"--model", golden("qwen3-tiny").string(), "--platform", "x86-64-avx2", "--inject-fault",
-                           "fixed_output", "--fault-trace", trace, "-o", (dir / "e").string()}, 1);
+  // It prints the trace's answers for the trace's prompts: every check that is not the trace itself exposes it
+  // (teacher-forced scoring, the perturbed copy, the different-seed checkpoint).
+  const json r = generate({"--model", golden("qwen3-tiny").string(), "--inject-fault", "fixed_output", "--fault-trace", trace,
+                           "-o", (dir / "e").string()}, 1);
   EXPECT_EQ(r.at("state"), "FAILED:PASS_VERIFIED") << r.dump(1);
-  EXPECT_NE(r.dump().find("qwen3-tiny-s1"), std::string::npos);
-  // With only the case it copied: the perturbed-weights check exposes it.
-  const auto v = metainfer({"verify", (dir / "e").string(), "--only", "PASS_VERIFIED", "--golden", golden("qwen3-tiny").string(), "--json"}, 1800);
-  const json report = mi_test::last_json_line(v.out);
-  EXPECT_EQ(report.at("state"), "FAILED:PASS_VERIFIED") << report.dump(1);
-  EXPECT_NE(report.dump().find("did not change the output"), std::string::npos) << report.dump(1);
+  const json& prompts = r.at("gates").back().at("evidence").at("prompts");
+  for (const auto& p : prompts) EXPECT_EQ(p.at("precise"), "identical to the HF trace") << "the fixed ids are the trace's";
+  EXPECT_NE(r.at("gates").back().at("summary").get<std::string>().find("precise_logits"), std::string::npos) << r.dump(1);
 }
 
 TEST(Gates, MissingWeightIsNamedBeforeAnyCompute) {
@@ -168,17 +170,39 @@ TEST(Gates, UncoveredConstraintsExitThreeWithTheGapReport) {
 
 namespace {
 
-// A checkpoint whose shape no golden trace has (here a synthesised one) is accepted through sibling engines: the
-// same generated code path with each golden case's dimensions, each PASS_VERIFIED on its own trace.
-TEST(Gates, UnseenShapeIsVerifiedThroughSiblingEngines) {
-  mi_test::TempDir dir("sibling");
-  ASSERT_EQ(metainfer({"synth-model", "--family", "llama", "--preset", "tiny", "--seed", "3", "--no-tokenizer", "-o",
-                       (dir / "m").string()}).exit_code, 0);
-  const json r = generate({"--model", (dir / "m").string(), "--platform", "x86-64-avx2", "--max-context", "256", "-o", (dir / "e").string()}, 0);
-  EXPECT_EQ(r.at("state"), "PASS_VERIFIED") << r.dump(1);
-  const std::string text = r.dump();
-  EXPECT_NE(text.find("sibling engine"), std::string::npos) << text;
-  EXPECT_NE(text.find("llama-tiny"), std::string::npos) << "the llama golden case verified the code path: " << text;
+// A checkpoint with no golden trace (a synthesised one: Llama, f32 weights, tied head) is accepted by running this
+// binary on it against the reference oracle: PASS_VERIFIED_ORACLE, the route named in the report.
+TEST(Gates, CheckpointWithoutATraceIsVerifiedAgainstTheOracle) {
+  mi_test::TempDir dir("oracle-f32");
+  ASSERT_EQ(metainfer({"synth-model", "--family", "llama", "--preset", "tiny", "--dtype", "f32", "--seed", "3", "--no-tokenizer",
+                       "-o", (dir / "m").string()}).exit_code, 0);
+  const json r = generate({"--model", (dir / "m").string(), "--max-context", "256", "-o", (dir / "e").string()}, 0);
+  EXPECT_EQ(r.at("state"), "PASS_VERIFIED_ORACLE") << r.dump(1);
+  const json& acceptance = r.at("gates")[r.at("gates").size() - 2];
+  EXPECT_EQ(acceptance.at("evidence").at("route"), "oracle");
+  EXPECT_NE(acceptance.at("evidence").at("fast_mode").get<std::string>().find("not bf16"), std::string::npos);
+  EXPECT_EQ(acceptance.at("evidence").at("prompts").size(), 3u);
+  EXPECT_NE(acceptance.at("evidence").at("authenticity_second_checkpoint").dump().find("fresh random weights"), std::string::npos);
+}
+
+// Untied head and Llama-3 rope scaling, bf16 (fast mode shipped): the golden llama-tiny weights under a config
+// with rope scaling are no golden case any more, so the oracle judges them.
+TEST(Gates, RopeScalingUntiedHeadVerifiedAgainstTheOracleInEveryMode) {
+  mi_test::TempDir dir("oracle-rope");
+  fs::create_directories(dir / "m");
+  fs::copy_file(golden("llama-tiny") / "model.safetensors", dir / "m/model.safetensors");
+  json config = json::parse(mi::generator::read_file(golden("llama-tiny") / "config.json"));
+  ASSERT_FALSE(config.value("tie_word_embeddings", true));
+  config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                            {"original_max_position_embeddings", 64}};
+  mi::generator::write_file(dir / "m/config.json", config.dump(2));
+  const json r = generate({"--model", (dir / "m").string(), "--max-context", "256", "--numerics", "fast", "-o", (dir / "e").string()}, 0);
+  EXPECT_EQ(r.at("state"), "PASS_VERIFIED_ORACLE") << r.dump(1);
+  const json& acceptance = r.at("gates")[r.at("gates").size() - 2];
+  for (const auto& p : acceptance.at("evidence").at("prompts")) {
+    EXPECT_TRUE(p.contains("fast_max_logit_diff")) << p.dump();
+    EXPECT_EQ(p.at("fast_greedy").get<std::string>().substr(0, 2), "ok") << p.dump();
+  }
 }
 
 // An engine generated for a short context runs the golden prompts that fit it (p2 needs 182 tokens).
@@ -187,7 +211,8 @@ TEST(Gates, ShortContextEngineVerifiesThePromptsThatFit) {
   const json r = generate({"--model", golden("qwen3-tiny").string(), "--platform", "x86-64-avx2", "--max-context", "64",
                            "-o", (dir / "e").string()}, 0);
   EXPECT_EQ(r.at("state"), "PASS_VERIFIED") << r.dump(1);
-  EXPECT_NE(r.dump().find("exceed the engine's max_context 64"), std::string::npos);
+  const json& acceptance = r.at("gates")[r.at("gates").size() - 2];
+  EXPECT_EQ(acceptance.at("evidence").at("skipped_prompts_beyond_max_context"), json::array({"p2"})) << acceptance.dump(1);
 }
 
 }  // namespace
