@@ -7,8 +7,10 @@
 //   ENGINE --version [--json]
 //
 // Exit status: 0 success; 2 bad input (unknown flag, malformed or out-of-range value, a prompt the model cannot
-// take, a text prompt for a checkpoint without tokenizer.json); 1 a runtime failure (unreadable checkpoint, model
-// error). Every failure prints one message on the error stream; nothing is allowed to crash.
+// take, a text prompt for a checkpoint without tokenizer.json, a checkpoint for another model, a tokenizer.json or
+// chat template that cannot be loaded or rendered: the message names the file); 1 a runtime failure (unreadable
+// checkpoint, model error, standard output that cannot be written: "cannot write to standard output", a checkpoint
+// file changed while mapped). Every failure prints one message on the error stream; nothing is allowed to crash.
 //
 // Written against the EngineModel concept only: engine_main.cpp instantiates it with the generated engine::Model,
 // tests with a model assembled from the components.
@@ -16,7 +18,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -30,6 +34,7 @@
 
 #include "chat/chat_template.h"
 #include "common/error.h"
+#include "common/output_check.h"
 #include "engine/generation.h"
 #include "engine/model_interface.h"
 #include "runtime/sampler.h"
@@ -76,6 +81,24 @@ M load_model(const std::string& model_dir, const RuntimeOptions& options) {
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
+}
+
+// The output stream failed (a full disk, a closed stdout, a reader that went away): exit 1, never a silent 0.
+class OutputError : public Error {
+ public:
+  using Error::Error;
+};
+
+// After a write to `out`: OutputError when it did not reach the stream. `error` is errno right after the write.
+inline void check_output(const std::ostream& out, int error) {
+  if (!out) throw OutputError(std::string("cannot write to standard output") + (error ? ": " + std::string(std::strerror(error)) : ""));
+}
+
+// A tokenizer or chat-template failure is bad input naming the file: messages that do not name it get it prefixed.
+inline std::string naming_file(const std::string& message, const std::filesystem::path& file) {
+  if (message.find("tokenizer.json") != std::string::npos || message.find("tokenizer_config.json") != std::string::npos)
+    return message;
+  return file.string() + ": " + message;
 }
 
 template <class... Parts>
@@ -170,6 +193,23 @@ inline void require_tokenizer(const std::string& model_dir, const std::string& w
                "' has no tokenizer.json; give the prompt as token ids with --prompt-ids");
 }
 
+inline tok::Tokenizer load_tokenizer(const std::string& model_dir) {
+  try {
+    return tok::Tokenizer::load(model_dir);
+  } catch (const std::exception& e) {
+    throw UsageError(naming_file(e.what(), std::filesystem::path(model_dir) / "tokenizer.json"));
+  }
+}
+
+inline std::string render_chat(const chat::ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
+                               const std::string& model_dir) {
+  try {
+    return tmpl.render(messages, nullptr, true, nlohmann::ordered_json::object());
+  } catch (const std::exception& e) {
+    throw UsageError(naming_file(e.what(), std::filesystem::path(model_dir) / "tokenizer_config.json"));
+  }
+}
+
 inline RuntimeOptions runtime_options(const Options& o, const EngineInfo& info) {
   RuntimeOptions r;
   r.threads = o.threads;
@@ -244,7 +284,7 @@ int run_generate(const EngineInfo& info, const Options& o, std::ostream& out) {
   if (!o.stop.empty()) require_tokenizer(o.model_dir, "--stop");
 
   std::optional<tok::Tokenizer> tokenizer;
-  if (tokenizer_needed || has_tokenizer(o.model_dir)) tokenizer.emplace(tok::Tokenizer::load(o.model_dir));
+  if (tokenizer_needed || has_tokenizer(o.model_dir)) tokenizer.emplace(load_tokenizer(o.model_dir));
   if (text_prompt) {
     if (o.chat_format) {
       chat::ChatTemplate tmpl = [&] {
@@ -258,7 +298,7 @@ int run_generate(const EngineInfo& info, const Options& o, std::ostream& out) {
       messages.push_back({{"role", "user"}, {"content", o.prompt}});
       // The template writes every special token itself (BOS included), so no post-processor here, as in
       // transformers' apply_chat_template(tokenize=True).
-      const std::string rendered = tmpl.render(messages, nullptr, true, nlohmann::ordered_json::object());
+      const std::string rendered = render_chat(tmpl, messages, o.model_dir);
       try {
         prompt_ids = tokenizer->encode(rendered, false);
       } catch (const Error& e) {
@@ -287,10 +327,16 @@ int run_generate(const EngineInfo& info, const Options& o, std::ostream& out) {
   bool first_id = true;
   if (!o.json) {
     if (tokenizer) {
-      callbacks.on_text = [&](std::size_t, std::string_view text) { out << text << std::flush; };
+      callbacks.on_text = [&](std::size_t, std::string_view text) {
+        errno = 0;
+        out << text << std::flush;
+        check_output(out, errno);
+      };
     } else {
       callbacks.on_token = [&](std::size_t, int32_t id) {
+        errno = 0;
         out << (first_id ? "" : ",") << id << std::flush;
+        check_output(out, errno);
         first_id = false;
       };
     }
@@ -321,7 +367,7 @@ int run_generate(const EngineInfo& info, const Options& o, std::ostream& out) {
 template <EngineModel M>
 int run_chat(const EngineInfo& info, const Options& o, std::istream& in, std::ostream& out, std::ostream& err) {
   require_tokenizer(o.model_dir, "chat");
-  const tok::Tokenizer tokenizer = tok::Tokenizer::load(o.model_dir);
+  const tok::Tokenizer tokenizer = load_tokenizer(o.model_dir);
   chat::ChatTemplate tmpl = [&] {
     try {
       return chat::ChatTemplate::load(o.model_dir);
@@ -341,7 +387,7 @@ int run_chat(const EngineInfo& info, const Options& o, std::istream& in, std::os
     if (line == "/exit") break;
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
-    const std::string rendered = tmpl.render(messages, nullptr, true, nlohmann::ordered_json::object());
+    const std::string rendered = render_chat(tmpl, messages, o.model_dir);
     GenerationRequest request;
     try {
       request.prompt_ids = tokenizer.encode(rendered, false);
@@ -356,9 +402,15 @@ int run_chat(const EngineInfo& info, const Options& o, std::istream& in, std::os
       throw UsageError(std::string("the conversation no longer fits: ") + e.what() + "; start a new chat");
     }
     GenerationCallbacks callbacks;
-    callbacks.on_text = [&](std::size_t, std::string_view text) { out << text << std::flush; };
+    callbacks.on_text = [&](std::size_t, std::string_view text) {
+      errno = 0;
+      out << text << std::flush;
+      check_output(out, errno);
+    };
     const GenerationResult r = generate(model, &tokenizer, scheduler_limits(info), {request}, callbacks).front();
+    errno = 0;
     out << "\n" << std::flush;
+    check_output(out, errno);
     messages.push_back({{"role", "assistant"}, {"content", r.text}});
   }
   return 0;
@@ -367,10 +419,10 @@ int run_chat(const EngineInfo& info, const Options& o, std::istream& in, std::os
 }  // namespace cli_detail
 
 // Parses the command line and runs it; returns the process exit status. Output goes to `out`, messages to `err`,
-// chat turns are read from `in`.
+// chat turns are read from `in`. run_engine_cli below adds the final check of `out`.
 template <EngineModel M>
-int run_engine_cli(const EngineInfo& info, int argc, const char* const* argv, std::istream& in, std::ostream& out,
-                   std::ostream& err) {
+int run_engine_cli_unchecked(const EngineInfo& info, int argc, const char* const* argv, std::istream& in,
+                             std::ostream& out, std::ostream& err) {
   using namespace cli_detail;
   CLI::App app{info.engine_name + ": a metainfer-generated inference engine for " + info.architecture +
                " (kernel level " + info.kernel_level + ")"};
@@ -432,6 +484,21 @@ int run_engine_cli(const EngineInfo& info, int argc, const char* const* argv, st
     err << info.engine_name << ": error: unknown failure\n";
     return 1;
   }
+}
+
+// The command line with its output checked: everything written to `out` must reach it (flushed at the end), else
+// "cannot write to standard output" and exit 1 (a failure reported during the run keeps its own status).
+template <EngineModel M>
+int run_engine_cli(const EngineInfo& info, int argc, const char* const* argv, std::istream& in, std::ostream& out,
+                   std::ostream& err) {
+  const int status = run_engine_cli_unchecked<M>(info, argc, argv, in, out, err);
+  errno = 0;
+  out.flush();
+  if (out || status != 0) return status;
+  const int error = errno ? errno : &out == &std::cout ? probe_standard_output() : 0;
+  err << info.engine_name << ": error: cannot write to standard output"
+      << (error ? ": " + std::string(std::strerror(error)) : std::string()) << "\n";
+  return kExitOutputFailure;
 }
 
 template <EngineModel M>

@@ -1,6 +1,7 @@
 // The generated engine's entry point: the shared command line (engine/cli.h) instantiated with this engine's
 // Model (model.h, generated) and build facts (engine_config.h, generated; METAINFER_MANIFEST_SHA256 and
 // METAINFER_VERSION, defined by the engine's build).
+#include "common/output_check.h"
 #include "engine/cli.h"
 #include "engine_config.h"
 #include "model.h"
@@ -16,6 +17,10 @@ static_assert(mi::engine::EngineModel<engine::Model>, "model.h: engine::Model mu
 
 int main(int argc, char** argv) {
   namespace cfg = engine::config;
+  // SIGPIPE ignored (a closed pipe is a write error, exit 1) and closed standard descriptors reserved; a weight file
+  // truncated while mapped is a message naming it and exit 1 (io::kExitMappedFileChanged), not a SIGBUS death.
+  mi::prepare_standard_streams();
+  mi::io::install_mapped_file_sigbus_handler(cfg::kEngineName);
   mi::engine::EngineInfo info;
   info.engine_name = cfg::kEngineName;
   info.architecture = cfg::kArchitecture;
@@ -30,5 +35,7 @@ int main(int argc, char** argv) {
   info.chunked_prefill = cfg::kChunkedPrefill;
   info.vocab_size = cfg::kVocabSize;
   info.fast_numerics_default = cfg::kFastNumericsDefault;
-  return mi::engine::run_engine_cli<engine::Model>(info, argc, argv);
+  const int status = mi::engine::run_engine_cli<engine::Model>(info, argc, argv);
+  // run_engine_cli reported a failed stdout already when status != 0; this catches what only the final flush sees.
+  return status != 0 ? status : mi::finish_standard_output(cfg::kEngineName, status);
 }

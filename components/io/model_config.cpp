@@ -332,6 +332,84 @@ void check_ids_in_vocab(const std::vector<int>& ids, const char* what, const Mod
 
 }  // namespace
 
+std::optional<int64_t> config_bound(std::string_view field) {
+  for (const ConfigBound& b : kConfigBounds)
+    if (field == b.field) return b.max;
+  return std::nullopt;
+}
+
+void check_config_bounds(const nlohmann::json& config, const std::string& source, const std::string& prefix) {
+  if (!config.is_object()) return;
+  auto number = [&](const char* key) -> std::optional<double> {
+    auto it = config.find(key);
+    if (it == config.end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+  };
+  for (const ConfigBound& b : kConfigBounds) {
+    const std::optional<double> v = number(b.field);
+    if (v && !(*v <= double(b.max)))
+      fail(source, ": field '", prefix, b.field, "': ", show(&config[b.field]), " exceeds metainfer's bound of ", b.max,
+           " (every released model fits; config values are bounded before anything is sized by them)");
+  }
+  const std::optional<double> heads = number("num_attention_heads"), kv = number("num_key_value_heads"),
+                              head_dim = number("head_dim");
+  for (const auto& [h, name] : {std::pair{heads, "num_attention_heads"}, std::pair{kv, "num_key_value_heads"}})
+    if (h && head_dim && *h * *head_dim > double(kMaxAttentionWidth))
+      fail(source, ": field '", prefix, name, "': ", name, " * head_dim = ", int64_t(*h * *head_dim),
+           " exceeds metainfer's bound of ", kMaxAttentionWidth, " on the attention width");
+  for (const char* nested : {"rope_scaling", "rope_parameters"})
+    if (auto it = config.find(nested); it != config.end() && it->is_object())
+      check_config_bounds(*it, source, prefix + nested + ".");
+  if (prefix.empty())
+    if (auto it = config.find("text_config"); it != config.end() && it->is_object())
+      check_config_bounds(*it, source, "text_config.");
+}
+
+nlohmann::json computation_relevant_config(const nlohmann::json& config, const std::vector<std::string>& ignored) {
+  if (!config.is_object()) return config;
+  json out = json::object();
+  for (const auto& [key, value] : config.items()) {
+    if (value.is_null() || std::find(ignored.begin(), ignored.end(), key) != ignored.end()) continue;
+    out[key] = computation_relevant_config(value, ignored);
+  }
+  return out;
+}
+
+namespace {
+
+void compare_config(const json& actual, const json& expected, const std::string& path, const std::string& source) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : expected.items()) keys.push_back(k);
+  for (const auto& [k, v] : actual.items())
+    if (!expected.contains(k)) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  for (const std::string& key : keys) {
+    auto a = actual.find(key);
+    auto e = expected.find(key);
+    const json* av = a == actual.end() || a->is_null() ? nullptr : &*a;
+    const json* ev = e == expected.end() || e->is_null() ? nullptr : &*e;
+    if (av && ev && av->is_object() && ev->is_object()) {
+      compare_config(*av, *ev, path + key + ".", source);
+      continue;
+    }
+    if (av == nullptr && ev == nullptr) continue;
+    if (av && ev && *av == *ev) continue;
+    fail(source, ": field '", path, key, "': this engine was generated for ",
+         ev ? show(ev) : std::string("nothing (field absent)"), ", the checkpoint has ",
+         av ? show(av) : std::string("nothing (field missing)"),
+         " (the engine runs only the model it was generated for; regenerate it for this checkpoint)");
+  }
+}
+
+}  // namespace
+
+void check_config_matches(const nlohmann::json& checkpoint, const nlohmann::json& expected,
+                          const std::vector<std::string>& ignored, const std::string& source) {
+  if (!checkpoint.is_object()) fail(source, ": expected a JSON object, got ", show(&checkpoint));
+  compare_config(computation_relevant_config(checkpoint, ignored), computation_relevant_config(expected, ignored), "",
+                 source);
+}
+
 const nlohmann::json& text_config_of(const nlohmann::json& root) {
   auto it = root.find("text_config");
   if (it != root.end() && it->is_object()) return *it;
@@ -340,6 +418,7 @@ const nlohmann::json& text_config_of(const nlohmann::json& root) {
 
 ModelConfig parse_model_config(const nlohmann::json& root, const std::string& source) {
   if (!root.is_object()) fail(source, ": expected a JSON object, got ", show(&root));
+  check_config_bounds(root, source);
   const json& text = text_config_of(root);
   const bool nested = &text != &root;
   Fields top(root, "", source);

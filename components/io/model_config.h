@@ -3,8 +3,10 @@
 // nested "text_config". Every error names the file and the field.
 #pragma once
 #include <filesystem>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +46,50 @@ struct ModelConfig {
   // than vocab_size (embeddings padded past the tokenizer's last id); load_model_config fails when larger.
   std::optional<int> tokenizer_vocab_size;
 };
+
+// Upper bounds on config.json values, checked before anything is sized by them: num_hidden_layers = 1e9 is bad input
+// (exit 2 naming the field and the bound), not an allocation that eats the machine. Every released model is far
+// inside them (the largest: ~128 layers, hidden 16384-18432, intermediate 53248-73728, vocab 256k-262k, 128 heads,
+// head_dim 256, 10M positions).
+struct ConfigBound {
+  const char* field;
+  int64_t max;
+};
+inline constexpr ConfigBound kConfigBounds[] = {
+    {"vocab_size", int64_t(1) << 23},                       // 8,388,608
+    {"hidden_size", int64_t(1) << 18},                      // 262,144
+    {"intermediate_size", int64_t(1) << 18},                // 262,144
+    {"moe_intermediate_size", int64_t(1) << 18},            // 262,144
+    {"num_hidden_layers", 1024},
+    {"num_attention_heads", 4096},
+    {"num_key_value_heads", 4096},
+    {"head_dim", 4096},
+    {"max_position_embeddings", int64_t(1) << 24},          // 16,777,216
+    {"original_max_position_embeddings", int64_t(1) << 24}, // in rope_scaling / rope_parameters
+};
+// num_attention_heads * head_dim (the q projection's rows) and num_key_value_heads * head_dim.
+inline constexpr int64_t kMaxAttentionWidth = int64_t(1) << 20;
+
+// The bound of a config field; nullopt when it has none.
+std::optional<int64_t> config_bound(std::string_view field);
+
+// Checks the bounded fields of a config object (and of its rope_scaling / rope_parameters / text_config objects):
+// a number beyond its bound, or an attention width beyond kMaxAttentionWidth, is an mi::Error
+// "<source>: field '<prefix><field>': <value> exceeds metainfer's bound of <max> ...". Values of the wrong type are
+// left to the typed parse. Cheap: run it first, before any size is taken from the config.
+void check_config_bounds(const nlohmann::json& config, const std::string& source, const std::string& prefix = "");
+
+// `config` without the fields named in `ignored` (at any depth) and without null values: what an engine embeds as
+// the config.json it was generated for (nlohmann::json objects are sorted, so the dump is deterministic).
+nlohmann::json computation_relevant_config(const nlohmann::json& config, const std::vector<std::string>& ignored);
+
+// A generated engine's guard against a checkpoint of another model: `checkpoint` (the checkpoint's config.json)
+// must equal `expected` (computation_relevant_config of the one the engine was generated for) in every field not
+// named in `ignored`; null and absent are the same. Throws mi::Error naming the first differing field in sorted
+// order, with its dotted path:
+//   "<source>: field 'hidden_act': this engine was generated for \"silu\", the checkpoint has \"gelu\""
+void check_config_matches(const nlohmann::json& checkpoint, const nlohmann::json& expected,
+                          const std::vector<std::string>& ignored, const std::string& source);
 
 // The JSON object that describes the text model: the root, or root["text_config"] when present.
 // `source` names the file in error messages.

@@ -94,8 +94,21 @@ class SafetensorsFile {
   std::filesystem::path path_;
   void* mapping_ = nullptr;  // the mmap'd whole file (nullptr when moved from)
   std::size_t size_ = 0;
+  int registry_slot_ = -1;  // its entry in the SIGBUS handler's table of mapped ranges (-1: none)
   SafetensorsHeader header_;
 };
+
+// A mapped checkpoint file that changes on disk while it is mapped (truncated, or rewritten by a tool that
+// truncates first) makes the next read of a vanished page raise SIGBUS. Every SafetensorsFile registers its mapped
+// range; this installs a SIGBUS handler (sigaction, SA_SIGINFO, async-signal-safe) that, for a fault inside a
+// registered range, writes one line on stderr
+//   "<program>: error: the checkpoint file <file> changed while <reader> was reading it (SIGBUS at a mapped
+//    weight); the weights must not be modified while an engine runs"
+// and ends the process with kExitMappedFileChanged instead of a signal death. A SIGBUS elsewhere gets the default
+// action. `program` and `reader` must outlive the process (string literals). Contents rewritten in place without a
+// size change cannot be detected this way: a checkpoint must not be modified while an engine uses it.
+inline constexpr int kExitMappedFileChanged = 1;  // a runtime failure (the checkpoint was valid when it was loaded)
+void install_mapped_file_sigbus_handler(const char* program, const char* reader = "the engine");
 
 // All weights of a checkpoint directory: model.safetensors, or model.safetensors.index.json plus its shards.
 // The sharded layout is checked for consistency: every shard named by the index exists, every tensor is in the

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "io/model_config.h"
 
 namespace mi::ckb {
 
@@ -31,12 +32,16 @@ int64_t eval_shape_expr(const std::string& expr, const nlohmann::json& cfg, cons
   std::string term;
   while (std::getline(ss, term, '*')) {
     if (!term.empty() && term.find_first_not_of("0123456789") == std::string::npos) {
-      value *= std::stoll(term);
+      if (__builtin_mul_overflow(value, std::stoll(term), &value))
+        fail(context, ": shape expression '", expr, "' overflows 64 bits");
       continue;
     }
     auto v = config_term(cfg, term);
     if (!v) fail(context, ": config.json has no integer '", term, "' (needed for shape expression '", expr, "')");
-    value *= *v;
+    if (const auto bound = io::config_bound(term); bound && (*v < 0 || *v > *bound))
+      fail(context, ": config.json '", term, "' = ", *v, " is outside 0..", *bound, " (metainfer's bound)");
+    if (__builtin_mul_overflow(value, *v, &value))
+      fail(context, ": shape expression '", expr, "' overflows 64 bits for this config.json");
   }
   return value;
 }
@@ -51,6 +56,7 @@ std::string with_layer(const std::string& pattern, int layer) {
 }  // namespace
 
 std::vector<ExpectedTensor> expected_weights(const Family& family, const nlohmann::json& cfg, bool tied) {
+  // eval_shape_expr bounds the layer count (io::kConfigBounds) before the list is sized by it.
   const int64_t layers = eval_shape_expr("num_hidden_layers", cfg, family.source.string());
   std::vector<ExpectedTensor> out;
   for (const auto& w : family.weights) {

@@ -151,6 +151,14 @@ class Linter {
         if (!w.when.empty() && w.when != "tied" && w.when != "untied")
           error(f.source, field + ".when", "expected \"tied\" or \"untied\", got \"" + w.when + "\"");
       }
+      // An ignored config field must not be one the family constrains or sizes anything by.
+      for (std::size_t i = 0; i < f.config_ignored.size(); ++i) {
+        const std::string& key = f.config_ignored[i];
+        if (f.config_allowed.count(key) || contains(known_shape_terms(), key) || key == "architectures" ||
+            key == "model_type" || key == "text_config")
+          error(f.source, "config_ignored[" + std::to_string(i) + "]",
+                "'" + key + "' changes the computation (the family constrains it or sizes weights by it); it cannot be ignored");
+      }
       for (std::size_t i = 0; i < f.forward_layer.size(); ++i)
         if (!contains(known_forward_steps(), f.forward_layer[i]))
           error(f.source, "forward.layer[" + std::to_string(i) + "]", "unknown forward step '" + f.forward_layer[i] + "'");

@@ -1,5 +1,6 @@
 // `metainfer chat-template`: render a conversation through a model's chat template (components/chat) exactly as
 // Hugging Face's apply_chat_template would, e.g. to check the prompt an engine will see.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -35,7 +36,8 @@ void register_chat_template_command(CLI::App& app, int& exit_code) {
       "Prints the rendered prompt exactly (no trailing newline added), as Hugging Face's apply_chat_template\n"
       "renders it from tokenizer_config.json's chat_template.\n"
       "--messages: a JSON array of {\"role\", \"content\", ...} objects; --tools: a JSON array of tool schemas.\n"
-      "Exit status: 0 ok; 2 bad input (unreadable/invalid JSON, a template error or raise_exception()).");
+      "Exit status: 0 ok; 1 standard output could not be written; 2 bad input (unreadable/invalid JSON, a template\n"
+      "error or raise_exception(), naming the file).");
   struct Options {
     std::string tokenizer_dir, messages_file, tools_file, enable_thinking;
     bool add_generation_prompt = false;
@@ -50,7 +52,19 @@ void register_chat_template_command(CLI::App& app, int& exit_code) {
                                        "pass enable_thinking=true|false to the template")
                            ->check(CLI::IsMember({"true", "false"}));
   cmd->callback([opts, tools_opt, thinking_opt, &exit_code] {
-    const auto tmpl = chat::ChatTemplate::load(opts->tokenizer_dir);
+    // Template errors are bad input naming tokenizer_config.json, whichever part of the renderer raised them.
+    const std::string config_file = (std::filesystem::path(opts->tokenizer_dir) / "tokenizer_config.json").string();
+    auto naming_the_file = [&](auto&& f) {
+      try {
+        return f();
+      } catch (const Error& e) {
+        if (std::string(e.what()).find("tokenizer_config.json") != std::string::npos) throw;
+        fail(config_file, ": ", e.what());
+      } catch (const std::exception& e) {
+        fail(config_file, ": ", e.what());
+      }
+    };
+    const auto tmpl = naming_the_file([&] { return chat::ChatTemplate::load(opts->tokenizer_dir); });
     const nlohmann::ordered_json messages = read_ordered_json(opts->messages_file, "--messages");
     if (!messages.is_array()) fail("--messages: ", opts->messages_file, ": expected a JSON array of messages");
     nlohmann::ordered_json tools;  // null: no tools
@@ -60,7 +74,8 @@ void register_chat_template_command(CLI::App& app, int& exit_code) {
     }
     nlohmann::ordered_json extra = nlohmann::ordered_json::object();
     if (thinking_opt->count()) extra["enable_thinking"] = opts->enable_thinking == "true";
-    const std::string prompt = tmpl.render(messages, tools, opts->add_generation_prompt, extra);
+    const std::string prompt =
+        naming_the_file([&] { return tmpl.render(messages, tools, opts->add_generation_prompt, extra); });
     std::cout << prompt << std::flush;
     exit_code = kExitOk;
   });

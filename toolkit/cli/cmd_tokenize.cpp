@@ -1,6 +1,7 @@
 // `metainfer tokenize` and `metainfer detokenize`: run a Hugging Face tokenizer.json (components/tokenizer) from
 // the command line, e.g. to compare ids with another implementation or to inspect how a prompt is split.
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -21,6 +22,22 @@ std::string read_file_bytes(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+// Tokenizer::load, with every failure reported as bad input naming the file (tokenizer.json, or
+// tokenizer_config.json when the message is about it), whatever part of the loader raised it.
+tok::Tokenizer load_tokenizer(const std::string& dir) {
+  const std::string file = (std::filesystem::path(dir) / "tokenizer.json").string();
+  try {
+    return tok::Tokenizer::load(dir);
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    if (message.find("tokenizer.json") != std::string::npos || message.find("tokenizer_config.json") != std::string::npos)
+      throw;
+    fail(file, ": ", message);
+  } catch (const std::exception& e) {
+    fail(file, ": ", e.what());
+  }
 }
 
 // "1, 2,3" -> {1, 2, 3}; "" -> {}. Each item must be a whole decimal integer.
@@ -53,7 +70,8 @@ void register_tokenize(CLI::App& app, int& exit_code) {
       "Prints the ids comma-separated on one line (e.g. 9707,11,1879,0), or with --json one line\n"
       "{\"ids\": [...], \"tokens\": [...]} where tokens are the vocabulary strings (byte-level alphabet, e.g. "
       "\"Ġworld\").\nSpecial tokens written in the text (e.g. <|im_start|>) are matched as special tokens.\n"
-      "Exit status: 0 ok; 2 bad input (missing/unsupported tokenizer, unreadable file, text not UTF-8).");
+      "Exit status: 0 ok; 1 standard output could not be written; 2 bad input (missing/unsupported tokenizer,\n"
+      "unreadable file, text not UTF-8), the message naming the file.");
   struct Options {
     std::string tokenizer_dir, text, file;
     bool add_special = false, json = false;
@@ -70,7 +88,7 @@ void register_tokenize(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", opts->json, "print {\"ids\": [...], \"tokens\": [...]}");
   cmd->callback([opts, text_opt, file_opt, &exit_code] {
     if (text_opt->count() == 0 && file_opt->count() == 0) fail("tokenize: give the text with --text S or --file F");
-    const tok::Tokenizer tokenizer = tok::Tokenizer::load(opts->tokenizer_dir);
+    const tok::Tokenizer tokenizer = load_tokenizer(opts->tokenizer_dir);
     const std::string text = file_opt->count() ? read_file_bytes(opts->file) : opts->text;
     const std::vector<int32_t> ids = tokenizer.encode(text, opts->add_special);
     if (opts->json) {
@@ -92,7 +110,8 @@ void register_detokenize(CLI::App& app, int& exit_code) {
       "Prints the decoded text exactly, with NO trailing newline added, so the output bytes are the text\n"
       "(special tokens are kept unless --skip-special; tokenizer_config.json's clean_up_tokenization_spaces is\n"
       "applied when it is true).\n"
-      "Exit status: 0 ok; 2 bad input (unknown id - the message names it -, malformed --ids, bad tokenizer).");
+      "Exit status: 0 ok; 1 standard output could not be written; 2 bad input (unknown id - the message names\n"
+      "it -, malformed --ids, bad tokenizer: the message names the file).");
   struct Options {
     std::string tokenizer_dir, ids;
     bool skip_special = false;
@@ -104,7 +123,7 @@ void register_detokenize(CLI::App& app, int& exit_code) {
   cmd->add_flag("--skip-special", opts->skip_special, "leave special tokens (e.g. <|im_end|>) out of the text");
   cmd->callback([opts, &exit_code] {
     const std::vector<int32_t> ids = parse_id_list(opts->ids);
-    const tok::Tokenizer tokenizer = tok::Tokenizer::load(opts->tokenizer_dir);
+    const tok::Tokenizer tokenizer = load_tokenizer(opts->tokenizer_dir);
     const std::string text = tokenizer.decode(ids, opts->skip_special);
     std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
     std::cout.flush();

@@ -8,7 +8,8 @@ namespace mi::cli {
 
 // Exit statuses shared by all subcommands (documented in README "CLI reference").
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;      // a check failed (lint findings, a failing gate)
+inline constexpr int kExitFailure = 1;      // a check failed (lint findings, a failing gate); standard output
+                                            // could not be written (main.cpp, common/output_check.h)
 inline constexpr int kExitBadInput = 2;     // bad flags, constraints, checkpoint or file
 inline constexpr int kExitNotCovered = 3;   // the CKB does not cover the constraints
 

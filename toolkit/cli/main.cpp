@@ -3,8 +3,26 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "common/output_check.h"
+#include "io/safetensors.h"
 
+namespace {
+int run(int argc, char** argv);
+}  // namespace
+
+// Every command's output is checked: a stdout that cannot be written (full disk, closed, a reader gone) ends in
+// exit 1 with "metainfer: error: cannot write to standard output: ..." (common/output_check.h). A checkpoint file
+// truncated while metainfer maps it ends in exit 1 naming the file (io/safetensors.h), not a SIGBUS death.
 int main(int argc, char** argv) {
+  mi::prepare_standard_streams();
+  mi::io::install_mapped_file_sigbus_handler("metainfer", "metainfer");
+  const int status = run(argc, argv);
+  return mi::finish_standard_output("metainfer", status);
+}
+
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{"metainfer: turns deployment constraints into a compact, verified LLM inference engine", "metainfer"};
   app.require_subcommand(1);
   app.set_version_flag("--version", METAINFER_VERSION);
@@ -34,3 +52,5 @@ int main(int argc, char** argv) {
   }
   return exit_code;
 }
+
+}  // namespace

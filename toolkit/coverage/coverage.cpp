@@ -182,6 +182,7 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
   if (!fs::exists(config_path)) fail(config_path.string(), ": not found (model.path must be a Hugging Face checkpoint directory)");
   const json root = read_json_file(config_path);
   if (!root.is_object()) fail(config_path.string(), ": expected a JSON object");
+  io::check_config_bounds(root, config_path.string());  // before any size is taken from it
   const json& text = io::text_config_of(root);
   plan.config_source = &text == &root ? "config.json" : "config.json: text_config";
   const json* archs = lookup(root, text, "architectures");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <regex>
 #include <set>
@@ -247,19 +248,163 @@ std::vector<GeneratedFile> emit_engine(const ckb::Ckb& ckb, const coverage::Plan
   return out;
 }
 
+namespace {
+
+// What an existing output directory holds, judged before anything is written to it.
+struct ExistingDir {
+  bool exists = false;
+  bool has_manifest = false;
+  std::string manifest_problem;        // why MANIFEST.json is not a valid engine manifest ("" when valid or absent)
+  std::set<std::string> listed;        // files a valid manifest lists (relative paths)
+  std::vector<std::string> unlisted;   // files (and links) no valid manifest lists: the user's
+};
+
+// A manifest path must name a file inside the engine directory: relative, no "..", no "." or empty components.
+bool is_safe_relative_path(const std::string& path) {
+  if (path.empty() || path.front() == '/' || path.find('\\') != std::string::npos || path.find('\0') != std::string::npos)
+    return false;
+  std::stringstream ss(path);
+  std::string part;
+  while (std::getline(ss, part, '/'))
+    if (part.empty() || part == "." || part == "..") return false;
+  return path.back() != '/';
+}
+
+// Parses DIR/MANIFEST.json as a metainfer engine manifest; "" when valid, else what is wrong with it.
+std::string read_manifest_listing(const fs::path& manifest_path, std::set<std::string>& listed) {
+  json manifest;
+  try {
+    manifest = read_json_file(manifest_path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  if (!manifest.is_object()) return "not a JSON object";
+  if (manifest.value("format", json()) != json("metainfer-manifest/1")) return "field 'format' is not \"metainfer-manifest/1\"";
+  const auto files = manifest.find("files");
+  if (files == manifest.end() || !files->is_array()) return "field 'files' is not a list";
+  for (std::size_t i = 0; i < files->size(); ++i) {
+    const json& f = (*files)[i];
+    const std::string where = "files[" + std::to_string(i) + "]";
+    if (!f.is_object() || !f.contains("path") || !f["path"].is_string()) return where + " has no string 'path'";
+    const std::string path = f["path"].get<std::string>();
+    if (!is_safe_relative_path(path)) return where + ": path '" + path + "' is not a plain relative path inside the engine";
+    const std::string top = path.substr(0, path.find('/'));
+    if (path == "MANIFEST.json" || top == "build" || top == "reports")
+      return where + ": path '" + path + "' is not an engine source file";
+    listed.insert(path);
+  }
+  return "";
+}
+
+ExistingDir inspect_output_dir(const fs::path& dir) {
+  ExistingDir d;
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(dir, ec);
+  if (ec || !fs::exists(st)) return d;
+  if (!fs::is_directory(st)) fail(dir.string(), ": exists and is not a directory");
+  d.exists = true;
+  const fs::path manifest_path = dir / "MANIFEST.json";
+  d.has_manifest = fs::is_regular_file(fs::symlink_status(manifest_path, ec));
+  if (d.has_manifest) d.manifest_problem = read_manifest_listing(manifest_path, d.listed);
+  if (!d.manifest_problem.empty()) d.listed.clear();
+  const bool engine = d.has_manifest && d.manifest_problem.empty();
+  // Every file and link (never followed); directories count through what they hold. build/ and reports/ of a valid
+  // engine are its own (build outputs, gate reports) and are left as they are.
+  fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec);
+  if (ec) fail(dir.string(), ": cannot list: ", ec.message());
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) fail(dir.string(), ": cannot list: ", ec.message());
+    const fs::path rel = it->path().lexically_relative(dir);  // lexical: a link is named, never resolved
+    const std::string rel_text = rel.generic_string();
+    const std::string top = rel.begin()->string();
+    const bool is_dir = it->is_directory(ec) && !it->is_symlink(ec);
+    if (is_dir) {
+      if (engine && it.depth() == 0 && (top == "build" || top == "reports")) it.disable_recursion_pending();
+      else if (fs::is_empty(it->path(), ec) && !engine) d.unlisted.push_back(rel_text + "/");
+      continue;
+    }
+    if (rel_text == "MANIFEST.json" && engine) continue;
+    if (engine && d.listed.count(rel_text)) continue;
+    d.unlisted.push_back(rel_text);
+  }
+  std::sort(d.unlisted.begin(), d.unlisted.end());
+  return d;
+}
+
+std::string list_paths(const std::vector<std::string>& paths, std::size_t limit = 10) {
+  std::string text;
+  for (std::size_t i = 0; i < paths.size() && i < limit; ++i) text += (i ? ", " : "") + paths[i];
+  if (paths.size() > limit) text += ", ... (" + std::to_string(paths.size() - limit) + " more)";
+  return text;
+}
+
+// No directory between dir and dir/rel may be a symbolic link: the engine is written inside dir, never through a
+// link into another tree.
+void check_no_link_on_the_way(const fs::path& dir, const std::string& rel) {
+  fs::path at = dir;
+  const fs::path r(rel);
+  for (auto part = r.begin(); part != r.end(); ++part) {
+    at /= *part;
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(at, ec);
+    if (fs::is_symlink(st))
+      fail(at.string(), ": is a symbolic link; refusing to write the engine file ", rel, " through it");
+    if (!fs::exists(st)) return;
+  }
+}
+
+}  // namespace
+
 Engine write_engine(const ckb::Ckb& ckb, const coverage::Plan& plan, const GenerateOptions& options) {
   const fs::path dir = fs::absolute(options.out).lexically_normal();
-  const bool existing_engine = fs::exists(dir / "MANIFEST.json");
-  if (fs::exists(dir) && !fs::is_directory(dir)) fail(dir.string(), ": exists and is not a directory");
-  if (fs::exists(dir) && !fs::is_empty(dir) && !existing_engine && !options.force)
-    fail(dir.string(), ": directory is not empty and holds no metainfer engine; refusing to overwrite (pass --force)");
+  const ExistingDir existing = inspect_output_dir(dir);
+  const bool engine_dir = existing.has_manifest && existing.manifest_problem.empty();
+  if (!existing.unlisted.empty()) {
+    const std::string why =
+        !existing.has_manifest ? "it holds no metainfer engine (no MANIFEST.json)"
+        : !existing.manifest_problem.empty()
+            ? "its MANIFEST.json is not a metainfer engine manifest (" + existing.manifest_problem + ")"
+            : "its engine manifest does not list them";
+    const std::string files = std::to_string(existing.unlisted.size()) + " file(s) that are not part of a metainfer engine";
+    if (!options.force)
+      fail(dir.string(), ": refusing to write the engine: the directory holds ", files, ", because ", why, ": ",
+           list_paths(existing.unlisted),
+           ". Choose an empty or new directory, or pass --force (which overwrites only the files the new engine writes "
+           "and deletes nothing else)");
+    std::cerr << "metainfer: --force: " << dir.string() << " holds " << files << " (" << why
+              << "); they are kept, not deleted: " << list_paths(existing.unlisted) << "\n";
+  }
 
   std::vector<GeneratedFile> files = emit_engine(ckb, plan, options);
-  // Replace the previous engine's sources (keep build/ for incremental builds, drop stale reports).
-  if (existing_engine) {
-    for (const auto& rel : engine_source_files(dir)) fs::remove(dir / rel);
-    fs::remove(dir / "MANIFEST.json");
-    fs::remove_all(dir / "reports");
+  for (const auto& f : files) check_no_link_on_the_way(dir, f.entry.path);
+  check_no_link_on_the_way(dir, "MANIFEST.json");
+  if (options.force && !existing.unlisted.empty()) {
+    std::vector<std::string> replaced;
+    std::error_code ec;
+    for (const auto& f : files)
+      if (!existing.listed.count(f.entry.path) && fs::exists(fs::symlink_status(dir / f.entry.path, ec)))
+        replaced.push_back(f.entry.path);
+    if (!engine_dir && existing.has_manifest) replaced.push_back("MANIFEST.json");
+    if (!replaced.empty())
+      std::cerr << "metainfer: --force: replacing " << replaced.size() << " existing file(s) with the engine's: "
+                << list_paths(replaced) << "\n";
+  }
+  // Replace the previous engine: exactly the files its manifest lists, and the manifest (build/ stays for incremental
+  // builds; reports/ stays until the gates rewrite it). Directories those files leave empty go too.
+  if (engine_dir) {
+    std::error_code ec;
+    std::set<fs::path> parents;
+    for (const auto& rel : existing.listed) {
+      check_no_link_on_the_way(dir, rel);
+      if (fs::is_directory(fs::symlink_status(dir / rel, ec))) continue;  // a manifest lists files, never directories
+      fs::remove(dir / rel, ec);
+      if (ec) fail((dir / rel).string(), ": cannot remove the previous engine's file: ", ec.message());
+      for (fs::path p = fs::path(rel).parent_path(); !p.empty(); p = p.parent_path()) parents.insert(p);
+    }
+    fs::remove(dir / "MANIFEST.json", ec);
+    // Deepest first (longer paths sort after their parents): remove only what is now empty.
+    for (auto p = parents.rbegin(); p != parents.rend(); ++p)
+      if (fs::is_directory(fs::symlink_status(dir / *p, ec)) && fs::is_empty(dir / *p, ec)) fs::remove(dir / *p, ec);
   }
   const std::string name = engine_name(plan);
   json entries = json::array();
