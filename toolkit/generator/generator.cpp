@@ -299,8 +299,8 @@ std::string read_manifest_listing(const fs::path& manifest_path, std::set<std::s
 ExistingDir inspect_output_dir(const fs::path& dir) {
   ExistingDir d;
   std::error_code ec;
-  const fs::file_status st = fs::symlink_status(dir, ec);
-  if (ec || !fs::exists(st)) return d;
+  const fs::file_status st = fs::status(dir, ec);  // DIR itself may be a link to a directory; nothing inside may
+  if (!fs::exists(fs::symlink_status(dir, ec))) return d;
   if (!fs::is_directory(st)) fail(dir.string(), ": exists and is not a directory");
   d.exists = true;
   const fs::path manifest_path = dir / "MANIFEST.json";

@@ -233,6 +233,20 @@ std::vector<Row> catalogue() {
          EXPECT_EQ(slurp(c.work / "out/notes.txt"), "my notes\n");
          EXPECT_TRUE(fs::exists(c.work / "out/src/model.h")) << "a refused run removes nothing";
        }},
+      {"generate_force_through_a_symbolic_link", false, "--force into a directory whose src/ links elsewhere", 2,
+       "is a symbolic link; refusing to write",
+       [](const Context& c) {
+         mi_test::write_text(c.work / "elsewhere/keep.h", "mine\n");
+         fs::create_directories(c.work / "out");
+         fs::create_directory_symlink(c.work / "elsewhere", c.work / "out/src");
+         auto args = generate_args(c.work / "out");
+         args.push_back("--force");
+         return Command{args, ""};
+       },
+       [](const Context& c) {
+         EXPECT_EQ(slurp(c.work / "elsewhere/keep.h"), "mine\n");
+         EXPECT_EQ(std::distance(fs::directory_iterator(c.work / "elsewhere"), fs::directory_iterator()), 1);
+       }},
       {"generate_out_is_a_file", false, "-o names a regular file", 2, "is not a directory",
        [](const Context& c) {
          mi_test::write_text(c.work / "file", "x");
