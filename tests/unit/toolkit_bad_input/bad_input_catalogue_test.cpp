@@ -537,8 +537,13 @@ std::vector<Row> catalogue() {
        [](const Context& c) {
          const fs::path dir = checkpoint(c);
          tiny_tokenizer(dir, kPlainTemplate);
-         return sh("{ sleep 1; : > " + q(dir / "model.safetensors") + "; printf 'abc\\n'; } | " + q(c.engine) +
-                   " chat --model " + q(dir) + " --max-new-tokens 4");
+         // The engine reads its first line from a FIFO; once /proc shows the weights mapped, they are truncated
+         // and the line is sent, so the first forward reads pages that no longer exist.
+         const fs::path fifo = c.work / "in", weights = dir / "model.safetensors";
+         return sh("mkfifo " + q(fifo) + " && { " + q(c.engine) + " chat --model " + q(dir) +
+                   " --max-new-tokens 4 < " + q(fifo) + " & pid=$!; exec 3> " + q(fifo) +
+                   "; n=0; until grep -q model.safetensors /proc/$pid/maps 2>/dev/null || [ $n -ge 400 ]; do sleep 0.05;"
+                   " n=$((n+1)); done; : > " + q(weights) + "; printf 'abc\\n' >&3; exec 3>&-; wait $pid; }");
        },
        [](const Context& c) {
          // The same conversation on an intact checkpoint succeeds: the failure above is the truncation.
