@@ -4,6 +4,8 @@
 //                   [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R] [--seed S]
 //                   [--stop S]... [--mode precise|fast] [--threads N] [--json]
 //   ENGINE chat --model DIR [--max-new-tokens N] [sampling flags] [--stop S]... [--mode ...] [--threads N]
+//   ENGINE score --model DIR --prompt-ids 1,2,3 --logits-out FILE [--mode precise|fast] [--threads N]
+//                [--prefill-chunk N]      (teacher-forced logits of every position, raw little-endian f32 [n, vocab])
 //   ENGINE --version [--json]
 //
 // Exit status: 0 success; 2 bad input (unknown flag, malformed or out-of-range value, a prompt the model cannot
@@ -20,6 +22,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -145,7 +148,9 @@ struct Options {
   std::vector<std::string> stop;
   std::string mode;
   int threads = 0;
+  int prefill_chunk = 0;  // 0: the engine's compiled default (runtime.chunked_prefill, else the whole prompt)
   bool json = false;
+  std::string logits_out;  // score: where the logits go
 };
 
 inline void add_common_flags(CLI::App& cmd, Options& o) {
@@ -164,6 +169,13 @@ inline void add_common_flags(CLI::App& cmd, Options& o) {
   cmd.add_option("--mode", o.mode, "numerics: precise (f32 activations) or fast (bf16 activations)")
       ->check(CLI::IsMember({"precise", "fast"}));
   cmd.add_option("--threads", o.threads, "worker threads");
+  cmd.add_option("--prefill-chunk", o.prefill_chunk,
+                 "prompt tokens per prefill step (default: the engine's runtime.chunked_prefill, else all at once)");
+}
+
+// The most tokens one forward step may take: the scratch is sized for the compiled chunk, else max_context.
+inline int max_step_tokens(const EngineInfo& info) {
+  return info.chunked_prefill > 0 ? std::min(info.chunked_prefill, info.max_context) : info.max_context;
 }
 
 inline void check_common(const Options& o, const EngineInfo& info) {
@@ -175,6 +187,9 @@ inline void check_common(const Options& o, const EngineInfo& info) {
   if (o.max_new_tokens_given && o.max_new_tokens < 0)
     usage_fail("--max-new-tokens: expected an integer >= 0, got ", o.max_new_tokens);
   if (o.threads < 1) usage_fail("--threads: expected an integer >= 1, got ", o.threads);
+  if (o.prefill_chunk < 0 || o.prefill_chunk > max_step_tokens(info))
+    usage_fail("--prefill-chunk: expected 1..", max_step_tokens(info), " (the engine's scratch holds ",
+               max_step_tokens(info), " tokens per step), got ", o.prefill_chunk);
   for (const std::string& s : o.stop)
     if (s.empty()) usage_fail("--stop: the stop string must not be empty");
   std::error_code ec;
@@ -220,12 +235,12 @@ inline RuntimeOptions runtime_options(const Options& o, const EngineInfo& info) 
   return r;
 }
 
-inline runtime::SchedulerLimits scheduler_limits(const EngineInfo& info) {
+inline runtime::SchedulerLimits scheduler_limits(const EngineInfo& info, const Options& o) {
   runtime::SchedulerLimits l;
   l.max_batch = 1;
   l.max_context = info.max_context;
   l.kv_block_size = info.kv_block_size;
-  l.chunked_prefill = info.chunked_prefill;
+  l.chunked_prefill = o.prefill_chunk > 0 ? o.prefill_chunk : info.chunked_prefill;
   return l;
 }
 
@@ -342,7 +357,7 @@ int run_generate(const EngineInfo& info, const Options& o, std::ostream& out) {
     }
   }
   const GenerationResult r =
-      generate(model, tokenizer ? &*tokenizer : nullptr, scheduler_limits(info), {request}, callbacks).front();
+      generate(model, tokenizer ? &*tokenizer : nullptr, scheduler_limits(info, o), {request}, callbacks).front();
   if (!o.json) {
     out << "\n" << std::flush;
     return 0;
@@ -360,6 +375,43 @@ int run_generate(const EngineInfo& info, const Options& o, std::ostream& out) {
   j["kernel_level"] = std::string(ModelFacts(model.facts()).kernel_level);
   j["threads"] = o.threads;
   j["tokenizer"] = tokenizer.has_value();
+  out << dump_json(j) << "\n" << std::flush;
+  return 0;
+}
+
+// Teacher-forced scoring: the ids are fed in prefill steps of --prefill-chunk tokens (the compiled default when not
+// given) and the logits of every position are written to --logits-out as raw little-endian f32, row-major
+// [n, vocab] (row j is the distribution after ids[0..j]). The gates compare them with the acceptance oracle.
+template <EngineModel M>
+int run_score(const EngineInfo& info, const Options& o, std::ostream& out) {
+  const std::vector<int32_t> ids = parse_prompt_ids(o.prompt_ids);
+  check_ids(ids, info.vocab_size);
+  if (static_cast<long long>(ids.size()) > info.max_context)
+    usage_fail("score: ", ids.size(), " ids exceed the engine's max_context of ", info.max_context);
+  std::FILE* file = std::fopen(o.logits_out.c_str(), "wb");
+  if (!file) usage_fail("--logits-out: cannot create '", o.logits_out, "'");
+  M model = load_model<M>(o.model_dir, runtime_options(o, info));
+  const int vocab = model.vocab_size();
+  const int chunk = o.prefill_chunk > 0 ? o.prefill_chunk : max_step_tokens(info);
+  std::vector<float> logits(std::size_t(std::min<std::size_t>(std::size_t(chunk), ids.size())) * std::size_t(vocab));
+  const int seq = model.new_sequence();
+  bool written = true;
+  for (std::size_t first = 0; first < ids.size(); first += std::size_t(chunk)) {
+    const int n = int(std::min<std::size_t>(std::size_t(chunk), ids.size() - first));
+    model.forward(seq, ids.data() + first, n, logits.data(), true);
+    written = written && std::fwrite(logits.data(), sizeof(float), std::size_t(n) * std::size_t(vocab), file) ==
+                             std::size_t(n) * std::size_t(vocab);
+  }
+  model.free_sequence(seq);
+  written = std::fclose(file) == 0 && written;
+  if (!written) fail("--logits-out: writing '", o.logits_out, "' failed");
+  nlohmann::ordered_json j;
+  j["tokens"] = ids.size();
+  j["vocab"] = vocab;
+  j["logits_out"] = o.logits_out;
+  j["dtype"] = "f32";
+  j["mode"] = o.mode;
+  j["prefill_chunk"] = chunk;
   out << dump_json(j) << "\n" << std::flush;
   return 0;
 }
@@ -407,7 +459,7 @@ int run_chat(const EngineInfo& info, const Options& o, std::istream& in, std::os
       out << text << std::flush;
       check_output(out, errno);
     };
-    const GenerationResult r = generate(model, &tokenizer, scheduler_limits(info), {request}, callbacks).front();
+    const GenerationResult r = generate(model, &tokenizer, scheduler_limits(info, o), {request}, callbacks).front();
     errno = 0;
     out << "\n" << std::flush;
     check_output(out, errno);
@@ -445,6 +497,14 @@ int run_engine_cli_unchecked(const EngineInfo& info, int argc, const char* const
 
   CLI::App* chat = app.add_subcommand("chat", "interactive multi-turn chat on stdin/stdout (/exit or EOF ends it)");
   add_common_flags(*chat, o);
+
+  CLI::App* score = app.add_subcommand("score", "teacher-forced logits of every position of --prompt-ids (f32 file)");
+  score->add_option("--model", o.model_dir, "checkpoint directory (config.json, *.safetensors)")->required();
+  score->add_option("--prompt-ids", o.prompt_ids, "the ids to score: 1,2,3")->required();
+  score->add_option("--logits-out", o.logits_out, "file for the logits: raw little-endian f32 [n, vocab]")->required();
+  score->add_option("--mode", o.mode, "numerics: precise or fast")->check(CLI::IsMember({"precise", "fast"}));
+  score->add_option("--threads", o.threads, "worker threads");
+  score->add_option("--prefill-chunk", o.prefill_chunk, "ids per forward step (default: the engine's maximum)");
   app.require_subcommand(0, 1);
 
   try {
@@ -459,6 +519,10 @@ int run_engine_cli_unchecked(const EngineInfo& info, int argc, const char* const
       return 0;
     }
     if (version_json) usage_fail("--json before the command is only for --version; write 'generate ... --json'");
+    if (score->parsed()) {
+      check_common(o, info);
+      return run_score<M>(info, o, out);
+    }
     o.max_new_tokens_given = (gen->parsed() ? gen : chat)->count("--max-new-tokens") > 0;
     if (gen->parsed()) {
       check_common(o, info);

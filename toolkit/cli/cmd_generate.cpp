@@ -67,7 +67,7 @@ void register_generate_command(CLI::App& app, int& exit_code) {
     for (const auto& gdir : opts->golden) gopts.golden_cases.push_back(gdir);
     const gates::Report report = gates::verify_engine(engine, gopts);
     print_report(report, engine, opts->json, std::cout);
-    exit_code = report.state == "PASS_VERIFIED" ? kExitOk : kExitFailure;
+    exit_code = report.failed() ? kExitFailure : kExitOk;  // PASS_VERIFIED or PASS_VERIFIED_ORACLE
   });
 }
 

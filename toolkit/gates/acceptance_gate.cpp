@@ -38,8 +38,7 @@ struct Bounds {
   int chunk_small = 0, new_tokens = 0, long_prompt = 0;
 };
 
-Bounds acceptance_bounds() {
-  const ckb::Ckb ckb = ckb::load(ckb::default_ckb_dir());
+Bounds acceptance_bounds(const ckb::Ckb& ckb) {
   for (const auto& g : ckb.gates) {
     if (g.id != "PASS_VERIFIED") continue;
     auto need = [&](const char* key) {
@@ -279,7 +278,8 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
     return g;
   };
   try {
-    const Bounds bounds = acceptance_bounds();
+    const ckb::Ckb ckb = ckb::load(ckb::default_ckb_dir());
+    const Bounds bounds = acceptance_bounds(ckb);
     const json plan = read_json_file(engine.dir / "plan.json");
     const fs::path checkpoint = engine.manifest.at("constraints").at("model").get<std::string>();
     const json engine_config = io::text_config_of(read_json_file(checkpoint / "config.json"));
@@ -299,6 +299,18 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
           if (fs::exists(e.path() / "trace.json")) candidates.push_back(e.path());
       std::sort(candidates.begin(), candidates.end());
     }
+    // A golden case stands beside this engine's checkpoint only when its config.json is one this engine accepts:
+    // every field that can change the computation equal (the family's config_ignored list, as the engine checks).
+    const ckb::Family* family = ckb.find_family_by_architecture(architecture);
+    const std::vector<std::string> ignored = family ? family->config_ignored : std::vector<std::string>{};
+    auto engine_accepts = [&](const fs::path& config) {
+      try {
+        io::check_config_matches(read_json_file(config), read_json_file(checkpoint / "config.json"), ignored, config.string());
+        return true;
+      } catch (const std::exception&) {
+        return false;
+      }
+    };
     std::vector<std::pair<fs::path, json>> same_shape_cases;  // dir, trace
     for (const auto& dir : candidates) {
       if (!fs::exists(dir / "trace.json")) return finish(false, "golden case " + dir.string() + " has no trace.json");
@@ -307,7 +319,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
       const json trace = read_json_file(dir / "trace.json");
       const json archs = trace.value("architectures", json::array());
       if (std::find(archs.begin(), archs.end(), architecture) != archs.end() &&
-          same_shape(io::text_config_of(read_json_file(dir / "config.json")), engine_config))
+          same_shape(io::text_config_of(read_json_file(dir / "config.json")), engine_config) && engine_accepts(dir / "config.json"))
         same_shape_cases.push_back({dir, trace});
     }
     // Route: the engine's checkpoint is a golden case when its weights are byte-identical to one.

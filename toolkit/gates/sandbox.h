@@ -22,8 +22,10 @@ struct SandboxRun {
 
 class Sandbox {
  public:
-  // Copies `binary` in under a random name; mi::Error when the copy's sha256 is not `expected_sha256`.
-  Sandbox(const std::filesystem::path& binary, const std::string& expected_sha256);
+  // Copies `binary` in under a random name; mi::Error when the copy's sha256 is not `expected_sha256`. `isolate`
+  // false runs it without namespaces or audit (timing runs: wait4 sees no memory use through bubblewrap's PID
+  // namespace, so peak RSS is measured on a direct child).
+  Sandbox(const std::filesystem::path& binary, const std::string& expected_sha256, bool isolate = true);
   ~Sandbox();
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
@@ -35,9 +37,8 @@ class Sandbox {
   std::string out_path(const std::string& name) const;
   std::filesystem::path host_out_path(const std::string& name) const;
 
-  // Runs the binary with `args` (paths as add_checkpoint/out_path returned them); `audit` false skips the strace
-  // audit (timing runs).
-  SandboxRun run(const std::vector<std::string>& args, double timeout_s = 900, bool audit = true) const;
+  // Runs the binary with `args` (paths as add_checkpoint/out_path returned them).
+  SandboxRun run(const std::vector<std::string>& args, double timeout_s = 900) const;
 
   // How the engine is isolated, for the report.
   std::string isolation() const;

@@ -430,6 +430,7 @@ Engine write_engine(const ckb::Ckb& ckb, const coverage::Plan& plan, const Gener
                    {"constraints", plan.constraints.to_json()},
                    {"stages", engine_test_stages()},
                    {"fault", options.fault.empty() ? json(nullptr) : json(options.fault)},
+                   {"fault_trace", options.fault_trace.empty() ? json(nullptr) : json(fs::absolute(options.fault_trace).string())},
                    {"lines", {{"engine_sources", engine_lines},
                               {"component_library", component_library_lines(ckb::default_repo_root())}}},
                    {"files", entries}};

@@ -183,6 +183,9 @@ TEST(Gates, CheckpointWithoutATraceIsVerifiedAgainstTheOracle) {
   EXPECT_NE(acceptance.at("evidence").at("fast_mode").get<std::string>().find("not bf16"), std::string::npos);
   EXPECT_EQ(acceptance.at("evidence").at("prompts").size(), 3u);
   EXPECT_NE(acceptance.at("evidence").at("authenticity_second_checkpoint").dump().find("fresh random weights"), std::string::npos);
+  // L3 sees the engine's memory: every decode step reads the whole (tied, f32) head, so the weights are resident.
+  const json& l3 = r.at("gates").back().at("evidence");
+  EXPECT_GE(l3.at("peak_rss_mb").get<double>(), l3.at("weights_mb").get<double>()) << l3.dump(1);
 }
 
 // Untied head and Llama-3 rope scaling, bf16 (fast mode shipped): the golden llama-tiny weights under a config
