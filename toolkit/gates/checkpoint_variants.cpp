@@ -33,10 +33,25 @@ void store(io::DType dtype, unsigned char* out, std::size_t i, double v) {
   }
 }
 
-void new_checkpoint_dir(const fs::path& from, const fs::path& to) {
+// Writes `to`: config.json of `from` and every tensor of `from` (same name, dtype, shape), its elements
+// given by fill(tensor, out) where out holds a copy of the original bytes.
+template <class Fill>
+void write_transformed(const io::WeightStore& store_in, const fs::path& from, const fs::path& to, Fill fill) {
   fs::remove_all(to);
   fs::create_directories(to);
   fs::copy_file(from / "config.json", to / "config.json");
+  std::vector<std::vector<unsigned char>> buffers;
+  std::vector<io::TensorToWrite> tensors;
+  const auto names = store_in.names();
+  buffers.reserve(names.size());
+  for (const auto& n : names) {
+    const io::TensorView& t = store_in.get(n);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(t.data);
+    buffers.emplace_back(bytes, bytes + t.nbytes);
+    fill(t, buffers.back().data());
+    tensors.push_back({n, t.dtype, t.shape, buffers.back().data(), t.nbytes});
+  }
+  io::write_safetensors(to / "model.safetensors", tensors, {{"format", "pt"}});
 }
 
 }  // namespace
@@ -59,34 +74,18 @@ Perturbation write_perturbed_checkpoint(const fs::path& from, const fs::path& to
   }
   p.how = flip ? "sign flip" : "scaled by " + std::to_string(factor);
 
-  new_checkpoint_dir(from, to);
-  std::vector<std::vector<unsigned char>> buffers;
-  std::vector<io::TensorToWrite> tensors;
-  const auto names = store_in.names();
-  buffers.reserve(names.size());
-  for (const auto& n : names) {
-    const io::TensorView& t = store_in.get(n);
-    const auto* bytes = reinterpret_cast<const unsigned char*>(t.data);
-    buffers.emplace_back(bytes, bytes + t.nbytes);
-    if (n == p.tensor)
-      for (std::size_t i = 0; i < std::size_t(t.numel()); ++i) store(t.dtype, buffers.back().data(), i, element(t, i) * factor);
-    tensors.push_back({n, t.dtype, t.shape, buffers.back().data(), t.nbytes});
-  }
-  io::write_safetensors(to / "model.safetensors", tensors, {{"format", "pt"}});
+  write_transformed(store_in, from, to, [&](const io::TensorView& t, unsigned char* out) {
+    if (t.name != p.tensor) return;
+    for (std::size_t i = 0; i < std::size_t(t.numel()); ++i) store(t.dtype, out, i, element(t, i) * factor);
+  });
   return p;
 }
 
 void write_fresh_weights_like(const fs::path& from, const fs::path& to, uint64_t seed) {
   const io::WeightStore store_in = io::WeightStore::open(from);
-  new_checkpoint_dir(from, to);
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<std::vector<unsigned char>> buffers;
-  std::vector<io::TensorToWrite> tensors;
-  const auto names = store_in.names();
-  buffers.reserve(names.size());
-  for (const auto& n : names) {
-    const io::TensorView& t = store_in.get(n);
+  write_transformed(store_in, from, to, [&](const io::TensorView& t, unsigned char* out) {
     const std::size_t count = std::size_t(t.numel());
     double sum = 0, sum_sq = 0;
     for (std::size_t i = 0; i < count; ++i) {
@@ -96,11 +95,8 @@ void write_fresh_weights_like(const fs::path& from, const fs::path& to, uint64_t
     }
     const double mean = count ? sum / double(count) : 0.0;
     const double stddev = count ? std::sqrt(std::max(0.0, sum_sq / double(count) - mean * mean)) : 0.0;
-    buffers.emplace_back(t.nbytes);
-    for (std::size_t i = 0; i < count; ++i) store(t.dtype, buffers.back().data(), i, mean + stddev * normal(rng));
-    tensors.push_back({n, t.dtype, t.shape, buffers.back().data(), t.nbytes});
-  }
-  io::write_safetensors(to / "model.safetensors", tensors, {{"format", "pt"}});
+    for (std::size_t i = 0; i < count; ++i) store(t.dtype, out, i, mean + stddev * normal(rng));
+  });
 }
 
 }  // namespace mi::gates

@@ -78,7 +78,19 @@ void plant_in_main(const fs::path& engine, const std::string& cheat_function) {
   const auto pos = text.find(marker);
   ASSERT_NE(pos, std::string::npos);
   text.replace(pos, marker.size(), cheat_function + "\n" + marker + "\n  if (cheat(argc, argv)) return 0;");
-  mi::generator::write_file(main_cpp, "#include <cstdio>\n#include <cstring>\n#include <fstream>\n#include <sstream>\n#include <string>\n" + text);
+  // Every cheat answers `generate` itself and leaves the rest (--version, score) to the real engine.
+  const std::string args = R"CPP(
+static bool cheat_generate_args(int argc, char** argv, std::string& model, std::string& prompt) {
+  bool generate = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "generate")) generate = true;
+    if (!std::strcmp(argv[i], "--model") && i + 1 < argc) model = argv[i + 1];
+    if (!std::strcmp(argv[i], "--prompt-ids") && i + 1 < argc) prompt = argv[i + 1];
+  }
+  return generate;
+}
+)CPP";
+  mi::generator::write_file(main_cpp, "#include <cstdio>\n#include <cstring>\n#include <fstream>\n#include <sstream>\n#include <string>\n" + args + text);
 }
 
 TEST_F(Cheats, ReplacedBinaryFailsL0AndIsNeverRun) {
@@ -136,13 +148,7 @@ TEST_F(Cheats, BinaryThatReadsTheTraceCannotSeeItAndIsCaught) {
   plant_in_main(e, R"CPP(
 static bool cheat(int argc, char** argv) {
   std::string model, prompt;
-  bool generate = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "generate")) generate = true;
-    if (!std::strcmp(argv[i], "--model") && i + 1 < argc) model = argv[i + 1];
-    if (!std::strcmp(argv[i], "--prompt-ids") && i + 1 < argc) prompt = argv[i + 1];
-  }
-  if (!generate) return false;
+  if (!cheat_generate_args(argc, argv, model, prompt)) return false;
   for (const std::string path : {model + "/trace.json", model + "/../trace.json", std::string(")CPP" + trace + R"CPP(")}) {
     std::ifstream in(path);
     if (!in) continue;
@@ -191,13 +197,7 @@ static bool cheat(int argc, char** argv) {
   static const char* table[][3] = {
 )CPP" + table + R"CPP(  };
   std::string model, prompt;
-  bool generate = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "generate")) generate = true;
-    if (!std::strcmp(argv[i], "--model") && i + 1 < argc) model = argv[i + 1];
-    if (!std::strcmp(argv[i], "--prompt-ids") && i + 1 < argc) prompt = argv[i + 1];
-  }
-  if (!generate) return false;
+  if (!cheat_generate_args(argc, argv, model, prompt)) return false;
   std::ifstream in(model + "/model.safetensors", std::ios::binary);
   std::stringstream bytes;
   bytes << in.rdbuf();
