@@ -25,9 +25,9 @@ done
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 # ---- 1. Debian packages --------------------------------------------------------------------------------------
-# bubblewrap and strace: the acceptance gate runs the engine under test in its own namespaces and audits the paths
-# it names (toolkit/gates/sandbox.h).
-APT_PACKAGES=(g++ cmake ninja-build pkg-config ccache nodejs npm bubblewrap strace
+# bubblewrap, strace and GNU time: the gates run the engine under test in its own namespaces, audit the paths
+# it names, and measure its peak memory from its parent (toolkit/gates/sandbox.h).
+APT_PACKAGES=(g++ cmake ninja-build pkg-config ccache nodejs npm bubblewrap strace time
               nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libutf8proc-dev libssl-dev libgtest-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

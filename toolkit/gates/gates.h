@@ -28,13 +28,16 @@ struct BuildRecord {
 // "" when DIR/build/<name> hashes to what B0 recorded, else the problem.
 std::string check_executable(const generator::Engine& engine, const BuildRecord& record, const std::string& name);
 
+// L0 sources, before B0 builds anything of DIR: no test-only fault in the manifest; every file listed with a matching
+// sha256, none unlisted, each byte-identical to what the generator emits now for the manifest's constraints.
+GateResult sources_gate(const generator::Engine& engine);
+
 // B0: removes DIR/build, configures and builds it from DIR's sources (cmake + ninja), records the executables'
 // sha256 in `record`. Evidence: build log tail, binary size and hash.
 GateResult build_gate(const generator::Engine& engine, int jobs, BuildRecord& record);
 
-// L0: the binary is the one B0 built and reports the manifest hash; every file listed with a matching sha256, none
-// unlisted, each byte-identical to what the generator emits now for the manifest's constraints; no foreign
-// inference framework among the binary's dynamic dependencies.
+// L0 provenance, after B0: the binary is the one B0 built and reports the manifest hash (run in the sandbox); no
+// foreign inference framework among its dynamic dependencies.
 GateResult provenance_gate(const generator::Engine& engine, const BuildRecord& record);
 
 // L1 for one stage: its test-contract executable (hash-checked) exits 0.
@@ -47,8 +50,8 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
 // L3: TTFT, TPOT and peak RSS measured from outside the engine, compared with the constraints' targets.
 GateResult evidence_gate(const generator::Engine& engine, const GateOptions& options, const BuildRecord& record);
 
-// Runs B0, L0, the L1 stages, PASS_VERIFIED and L3, stopping at the first failure (or only `only` when given: a gate
-// id prefix such as "PASS_VERIFIED"; B0 always runs). Writes DIR/reports/. The state is PASS_VERIFIED or
+// Runs L0 sources, B0, L0 provenance, the L1 stages, PASS_VERIFIED and L3, stopping at the first failure (or only
+// `only` when given: a gate id prefix such as "PASS_VERIFIED"; B0 always runs). Writes DIR/reports/. The state is PASS_VERIFIED or
 // PASS_VERIFIED_ORACLE (the acceptance route), FAILED:<gate>, or PASSED:<only> for a partial run.
 Report verify_engine(const generator::Engine& engine, const GateOptions& options, const std::string& only = "");
 

@@ -8,6 +8,7 @@
 #include "constraints/constraints.h"
 #include "coverage/coverage.h"
 #include "gates/gates.h"
+#include "gates/sandbox.h"
 #include "generator/manifest.h"
 #include "process/subprocess.h"
 
@@ -93,37 +94,21 @@ std::map<std::string, std::string> regenerate(const generator::Engine& engine) {
 
 }  // namespace
 
-GateResult provenance_gate(const generator::Engine& engine, const BuildRecord& record) {
-  GateResult g{"L0_provenance", "L0", "basic_execution", false, "", {}, 0, nlohmann::json::object()};
+// L0 sources, before anything of DIR is built or run: a build runs DIR's CMakeLists.txt, so it must be the generated
+// one (a modified build could compile other sources and put the generated files back afterwards).
+GateResult sources_gate(const generator::Engine& engine) {
+  GateResult g{"L0_sources", "L0", "basic_execution", false, "", {}, 0, nlohmann::json::object()};
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> problems;
 
-  // 0. The binary is the one B0 built.
-  const std::string built = check_executable(engine, record, engine.binary.filename().string());
-  if (!built.empty()) problems.push_back(built);
-  g.evidence["binary_sha256"] = record.binary_sha256;
+  // 1. A fault-injected engine (tests only) is never accepted: its manifest would make the regeneration below
+  //    reproduce the planted defect.
+  for (const char* key : {"fault", "fault_trace"})
+    if (engine.manifest.contains(key) && !engine.manifest.at(key).is_null())
+      problems.push_back(std::string("MANIFEST.json names a test-only fault injection ('") + key + "': " +
+                         engine.manifest.at(key).dump() + "): such an engine is never accepted");
 
-  // 1. The binary was built from this manifest.
-  const std::string manifest_sha = generator::sha256_file(engine.dir / "MANIFEST.json");
-  const process::RunResult v = process::run({engine.binary.string(), "--version", "--json"}, {.timeout_s = 60});
-  g.commands.push_back(v.command);
-  std::string reported;
-  try {
-    const auto j = process::last_json_line(v.out);
-    reported = j.value("manifest_sha256", "");
-  } catch (const std::exception&) {
-    problems.push_back("`--version --json` did not print a JSON object (exit " + std::to_string(v.exit_code) + "): " +
-                       process::tail(v.out + v.err, 300));
-  }
-  if (reported.empty() && v.exit_code == 0)
-    problems.push_back("`--version --json` reports no manifest_sha256: the binary cannot say what it was built from");
-  if (!reported.empty() && reported != manifest_sha)
-    problems.push_back("binary reports manifest " + reported + " but MANIFEST.json hashes to " + manifest_sha +
-                       " (rebuild, or the binary comes from elsewhere)");
-  g.evidence["manifest_sha256"] = manifest_sha;
-  g.evidence["binary_reports"] = reported;
-
-  // 2. Every source file is in the manifest with a matching hash; none is unlisted.
+  // 2. Every file is in the manifest with a matching hash; none is unlisted.
   std::map<std::string, std::string> listed;
   for (const auto& f : engine.manifest.at("files")) listed[f.at("path")] = f.at("sha256");
   int checked = 0;
@@ -141,13 +126,14 @@ GateResult provenance_gate(const generator::Engine& engine, const BuildRecord& r
   for (const auto& [rel, sha] : listed) problems.push_back("file " + rel + " is in MANIFEST.json but missing");
   g.evidence["files_checked"] = checked;
 
-  // 2b. Every file is what the generator emits for this engine's constraints now.
+  // 3. Every file is what the generator emits for this engine's constraints now (an edited source with a rewritten
+  //    manifest passes 2, not this).
   try {
     const std::map<std::string, std::string> expected = regenerate(engine);
     int identical = 0;
     for (const auto& rel : generator::engine_source_files(engine.dir)) {
       const auto it = expected.find(rel);
-      if (it == expected.end()) continue;  // reported above as unlisted, or a generator change (next line)
+      if (it == expected.end()) continue;  // reported above as unlisted, or a generator change (next loop)
       if (generator::read_file(engine.dir / rel) != it->second)
         problems.push_back("file " + rel + " differs from what the generator emits for this engine's constraints");
       else
@@ -160,33 +146,64 @@ GateResult provenance_gate(const generator::Engine& engine, const BuildRecord& r
     problems.push_back(std::string("cannot regenerate the engine from its manifest to compare: ") + e.what());
   }
 
-  // 3. No foreign inference framework among the dynamic dependencies (direct: ELF DT_NEEDED; transitive: ldd).
+  g.passed = problems.empty();
+  g.evidence["problems"] = problems;
+  g.summary = g.passed ? std::to_string(checked) + " files match their sha256 and are what the generator emits for these constraints"
+                       : problems.front() + (problems.size() > 1 ? " (+" + std::to_string(problems.size() - 1) + " more)" : "");
+  g.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return g;
+}
+
+// L0 provenance, after B0: the binary is the one B0 built, it reports this manifest, and it links no foreign
+// framework. Its --version runs in the sandbox like every other run of the engine.
+GateResult provenance_gate(const generator::Engine& engine, const BuildRecord& record) {
+  GateResult g{"L0_provenance", "L0", "basic_execution", false, "", {}, 0, nlohmann::json::object()};
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> problems;
+
+  // 1. The binary is the one B0 built.
+  const std::string built = check_executable(engine, record, engine.binary.filename().string());
+  if (!built.empty()) problems.push_back(built);
+  g.evidence["binary_sha256"] = record.binary_sha256;
+
+  // 2. It was built from this manifest: it must say so, with exit 0.
+  const std::string manifest_sha = generator::sha256_file(engine.dir / "MANIFEST.json");
+  std::string reported;
+  if (built.empty()) {
+    const Sandbox sandbox(engine.binary, record.binary_sha256);
+    const SandboxRun v = sandbox.run({"--version", "--json"}, 60);
+    g.commands.push_back(v.result.command);
+    try {
+      reported = process::last_json_line(v.result.out).value("manifest_sha256", "");
+    } catch (const std::exception&) {
+    }
+    if (v.result.exit_code != 0 || reported.empty())
+      problems.push_back("`--version --json` reports no manifest_sha256 (exit " + std::to_string(v.result.exit_code) +
+                         "): the binary cannot say what it was built from: " + process::tail(v.result.out + v.result.err, 300));
+    else if (reported != manifest_sha)
+      problems.push_back("binary reports manifest " + reported + " but MANIFEST.json hashes to " + manifest_sha +
+                         " (rebuild, or the binary comes from elsewhere)");
+    if (!v.outside_paths.empty()) problems.push_back("`--version` named paths outside its sandbox: " + v.outside_paths.front());
+  }
+  g.evidence["manifest_sha256"] = manifest_sha;
+  g.evidence["binary_reports"] = reported;
+
+  // 3. No foreign inference framework among the dynamic dependencies (ELF DT_NEEDED of the binary, then of every
+  //    library it names, as the system's loader cache resolves them).
   std::vector<std::string> needed;
   try {
     needed = elf_needed_libraries(engine.binary);
   } catch (const Error& e) {
     problems.push_back(e.what());
   }
-  const process::RunResult ldd = process::run({"ldd", engine.binary.string()}, {.timeout_s = 60});
-  g.commands.push_back(ldd.command);
-  std::vector<std::string> all_libs = needed;
-  if (ldd.exit_code == 0) {
-    std::istringstream in(ldd.out);
-    std::string line;
-    while (std::getline(in, line)) {
-      const auto s = line.find_first_not_of(" \t");
-      if (s != std::string::npos) all_libs.push_back(line.substr(s, line.find(' ', s) - s));
-    }
-  }
-  for (const auto& lib : all_libs)
+  for (const auto& lib : needed)
     for (const auto& deny : foreign_framework_deny_list())
       if (lib.rfind(deny, 0) == 0) problems.push_back("the binary links " + lib + " (a foreign framework: " + deny + "*)");
   g.evidence["dt_needed"] = needed;
 
   g.passed = problems.empty();
   g.evidence["problems"] = problems;
-  g.summary = g.passed ? "the binary B0 built reports this manifest; " + std::to_string(checked) +
-                             " files match their sha256 and the generator's output; no foreign framework linked"
+  g.summary = g.passed ? "the binary B0 built reports this manifest and links no foreign framework"
                        : problems.front() + (problems.size() > 1 ? " (+" + std::to_string(problems.size() - 1) + " more)" : "");
   g.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return g;

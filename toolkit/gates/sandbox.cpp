@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <cctype>
 #include <fstream>
 #include <random>
 #include <set>
@@ -15,22 +16,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kInsideRoot = "/sbx";  // where the sandbox directory appears inside the namespace
-
 bool tool_works(const std::vector<std::string>& argv) {
   const process::RunResult r = process::run(argv, {.timeout_s = 30, .merge_stderr = true});
   return r.exit_code == 0;
 }
 
-// bubblewrap arguments that show the engine only /usr (read-only), a private /proc, /dev and /tmp, and `root`.
-std::vector<std::string> bwrap_prefix(const fs::path& root) {
+// bubblewrap arguments that show the engine only /usr (read-only), a private /proc, /dev and /tmp, and `root` at
+// `inside` (read-only, with its out/ writable).
+std::vector<std::string> bwrap_prefix(const fs::path& root, const std::string& inside) {
   std::vector<std::string> a = {"bwrap", "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink",
                                 "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin"};
   if (fs::exists("/etc/ld.so.cache")) a.insert(a.end(), {"--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"});
-  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind", root.string(), kInsideRoot,
-                     "--bind", (root / "out").string(), std::string(kInsideRoot) + "/out", "--unshare-all",
-                     "--die-with-parent", "--new-session", "--chdir", kInsideRoot, "--clearenv", "--setenv", "PATH",
-                     "/usr/bin"});
+  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind", root.string(), inside,
+                     "--bind", (root / "out").string(), inside + "/out", "--unshare-all", "--die-with-parent",
+                     "--new-session", "--chdir", inside, "--clearenv", "--setenv", "PATH", "/usr/bin"});
   return a;
 }
 
@@ -39,7 +38,7 @@ bool bwrap_available() {
     char tmpl[] = "/tmp/mi-bwrap-probe-XXXXXX";
     if (!mkdtemp(tmpl)) return false;
     fs::create_directories(fs::path(tmpl) / "out");
-    std::vector<std::string> argv = bwrap_prefix(tmpl);
+    std::vector<std::string> argv = bwrap_prefix(tmpl, "/probe");
     argv.push_back("/usr/bin/true");
     const bool works = tool_works(argv);
     fs::remove_all(tmpl);
@@ -53,36 +52,82 @@ bool strace_available() {
   return ok;
 }
 
-// The path arguments of file system calls made after the engine binary was executed (strace -f output).
-std::vector<std::string> audited_paths(const std::string& log, const std::string& binary_inside) {
-  std::vector<std::string> paths;
-  std::istringstream in(log);
-  bool started = false;
-  for (std::string line; std::getline(in, line);) {
-    if (!started) {
-      started = line.find("execve(\"" + binary_inside + "\"") != std::string::npos;
-      continue;
-    }
-    const auto open = line.find("(\"");
-    const auto at_fd = line.find(", \"");  // openat(AT_FDCWD, "path" ...) and friends
-    std::size_t q = std::string::npos;
-    if (open != std::string::npos && (at_fd == std::string::npos || open < at_fd)) q = open + 1;
-    else if (at_fd != std::string::npos) q = at_fd + 2;
-    if (q == std::string::npos) continue;
-    const auto end = line.find('"', q + 1);
-    if (end == std::string::npos) continue;
-    paths.push_back(line.substr(q + 1, end - q - 1));
-  }
-  return paths;
+constexpr const char* kTime = "/usr/bin/time";  // GNU time: the engine's own wait4 rusage (-f %M: peak RSS in KiB)
+
+// Whether a path the engine named (resolved against its working directory `cwd`) is inside `root` or one of the
+// few system files a C++ program reads. /proc and /dev are allowed only file by file: /proc/self/cwd/.. or
+// /dev/fd/N would lead anywhere.
+bool allowed_path(const std::string& named, const std::string& cwd, const std::string& root) {
+  if (named.empty()) return true;  // AT_EMPTY_PATH: the descriptor itself
+  const std::string p = (named[0] == '/' ? fs::path(named) : fs::path(cwd) / named).lexically_normal().string();
+  if ((p == root || p.rfind(root + "/", 0) == 0)) return true;
+  for (const char* prefix : {"/usr/", "/lib/", "/lib64/", "/sys/devices/system/cpu/"})
+    if (p.rfind(prefix, 0) == 0) return true;
+  for (const char* file : {"/etc/ld.so.cache", "/etc/ld.so.preload", "/dev/null", "/dev/zero", "/dev/urandom",
+                           "/dev/random", "/proc/self/maps", "/proc/self/status", "/proc/meminfo", "/proc/cpuinfo",
+                           "/proc/stat", "/proc/self/exe", "/sys/devices/system/cpu"})
+    if (p == file) return true;
+  return false;
 }
 
-bool allowed_path(const std::string& p, const std::string& root) {
-  if (p.empty() || p[0] != '/') return true;  // relative to the sandbox working directory
-  if (p == root || p.rfind(root + "/", 0) == 0) return true;
-  for (const char* prefix : {"/usr/", "/lib/", "/lib64/", "/proc/", "/sys/devices/system/cpu", "/dev/",
-                             "/etc/ld.so.cache", "/etc/ld.so.preload"})
-    if (p.rfind(prefix, 0) == 0) return true;
-  return false;
+// The paths named by file system calls of the engine - the process that executed the binary, and every process or
+// thread it started - (strace -f output: "PID call(args) = result"), and the problems: a path outside the sandbox,
+// a link created, a path relative to a directory descriptor the audit cannot resolve. Lines of other processes
+// (bubblewrap's own, GNU time's) are not the engine's.
+std::vector<std::string> outside_accesses(const std::string& log, const std::string& binary_inside, const std::string& cwd,
+                                          const std::string& root) {
+  std::vector<std::string> outside;
+  std::set<long> engine;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    std::size_t pos = 0;
+    long pid = 0;
+    try {
+      pid = std::stol(line, &pos);
+    } catch (const std::exception&) {
+      continue;
+    }
+    const auto name_start = line.find_first_not_of(' ', pos);
+    if (name_start == std::string::npos) continue;
+    const std::string rest = line.substr(name_start);
+    if (!engine.count(pid)) {
+      if (rest.rfind("execve(\"" + binary_inside + "\"", 0) == 0) engine.insert(pid);
+      continue;
+    }
+    // A call interrupted by another thread's line ends later in "<... clone3 resumed> ... = CHILD".
+    const bool resumed = rest.rfind("<... ", 0) == 0;
+    const auto open = resumed ? rest.find(" resumed>") : rest.find('(');
+    if (open == std::string::npos) continue;
+    const std::string call = resumed ? rest.substr(5, open - 5) : rest.substr(0, open);
+    if (call == "clone" || call == "clone3" || call == "fork" || call == "vfork") {  // "... = CHILD"
+      const auto eq = rest.rfind("= ");
+      if (eq != std::string::npos) {
+        try {
+          engine.insert(std::stol(rest.substr(eq + 2)));
+        } catch (const std::exception&) {
+        }
+      }
+      continue;
+    }
+    if (resumed) continue;  // the path, if any, was on the call's first line
+    if (call.find("link") != std::string::npos && call.find("unlink") == std::string::npos && call != "readlink" &&
+        call != "readlinkat") {
+      outside.push_back("created a link: " + rest.substr(0, 200));
+      continue;
+    }
+    const auto q = rest.find('"', open);
+    if (q == std::string::npos) continue;
+    const auto end = rest.find('"', q + 1);
+    if (end == std::string::npos) continue;
+    const std::string path = rest.substr(q + 1, end - q - 1);
+    const std::string before = rest.substr(open + 1, q - open - 1);  // "" or "AT_FDCWD, " or "3, "
+    if (!path.empty() && path[0] != '/' && !before.empty() && before.find("AT_FDCWD") == std::string::npos) {
+      outside.push_back("a path relative to a directory descriptor: " + rest.substr(0, 200));
+      continue;
+    }
+    if (!allowed_path(path, cwd, root)) outside.push_back(path);
+  }
+  return outside;
 }
 
 }  // namespace
@@ -97,7 +142,7 @@ std::string random_name() {
   return s;
 }
 
-Sandbox::Sandbox(const fs::path& binary, const std::string& expected_sha256, bool isolate) {
+Sandbox::Sandbox(const fs::path& binary, const std::string& expected_sha256, Mode mode) {
   char tmpl[] = "/tmp/mi-XXXXXX";
   if (!mkdtemp(tmpl)) fail("sandbox: cannot create a temporary directory");
   root_ = tmpl;
@@ -109,8 +154,14 @@ Sandbox::Sandbox(const fs::path& binary, const std::string& expected_sha256, boo
   if (sha != expected_sha256)
     fail(binary.string(), ": sha256 ", sha, " is not the ", expected_sha256,
          " B0 built (the binary was replaced after the build)");
-  bwrap_ = isolate && bwrap_available();
-  audit_ = isolate && strace_available();
+  bwrap_ = bwrap_available();
+  audit_ = mode == Mode::audited && strace_available();
+  inside_root_ = bwrap_ ? "/" + random_name() : root_.string();
+  if (mode == Mode::audited && !bwrap_ && !audit_) {
+    fs::remove_all(root_);
+    fail("sandbox: neither bubblewrap nor strace runs here, so the engine under test could read anything and nothing "
+         "would show it; install bubblewrap (apt-get install bubblewrap) or strace");
+  }
 }
 
 Sandbox::~Sandbox() {
@@ -120,8 +171,12 @@ Sandbox::~Sandbox() {
 }
 
 std::string Sandbox::inside(const fs::path& host) const {
-  if (!bwrap_) return host.string();
-  return std::string(kInsideRoot) + "/" + fs::relative(host, root_).generic_string();
+  return inside_root_ + "/" + fs::relative(host, root_).generic_string();
+}
+
+fs::path Sandbox::host_path(const std::string& engine_path) const {
+  if (engine_path.rfind(inside_root_ + "/", 0) != 0) fail("sandbox: ", engine_path, " is not a sandbox path");
+  return root_ / engine_path.substr(inside_root_.size() + 1);
 }
 
 std::string Sandbox::add_checkpoint(const fs::path& checkpoint) {
@@ -146,28 +201,47 @@ std::string Sandbox::out_path(const std::string& name) const { return inside(roo
 fs::path Sandbox::host_out_path(const std::string& name) const { return root_ / "out" / name; }
 
 SandboxRun Sandbox::run(const std::vector<std::string>& args, double timeout_s) const {
-  const bool audit = audit_;
   const std::string binary_inside = inside(root_ / binary_name_);
+  const int n = runs_++;
   std::vector<std::string> argv;
-  const fs::path log = fs::path(root_.string() + ".audit") / ("run-" + std::to_string(runs_++) + ".log");
-  if (audit) {
+  const fs::path log = fs::path(root_.string() + ".audit") / ("run-" + std::to_string(n) + ".log");
+  if (audit_) {
     fs::create_directories(log.parent_path());
-    argv = {"strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=%file,execve", "-o", log.string()};
+    argv = {"strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=%file,%process", "-o", log.string()};
   }
   if (bwrap_) {
-    const auto prefix = bwrap_prefix(root_);
+    const auto prefix = bwrap_prefix(root_, inside_root_);
     argv.insert(argv.end(), prefix.begin(), prefix.end());
   }
+  const bool time_rss = fs::exists(kTime);
+  const std::string rss_name = "rss-" + std::to_string(n);
+  if (time_rss) argv.insert(argv.end(), {kTime, "-f", "%M", "-o", out_path(rss_name)});
   argv.push_back(binary_inside);
   argv.insert(argv.end(), args.begin(), args.end());
   SandboxRun run;
   run.result = process::run(argv, {.cwd = root_, .env = {{"PATH", "/usr/bin:/bin"}}, .clear_env = true,
                                    .timeout_s = timeout_s});
-  if (audit) {
+  run.result.peak_rss_kb = 0;  // the gate runner's own high-water mark would leak into wait4's; /usr/bin/time's is the engine's
+  if (time_rss) {
+    std::error_code ec;
+    const fs::path rss_file = host_out_path(rss_name);
+    try {
+      const std::string text = generator::read_file(rss_file);
+      // GNU time writes "Command exited with non-zero status N" before the number when the engine failed.
+      const auto last = text.find_last_of("0123456789");
+      if (last != std::string::npos) {
+        auto first = last;
+        while (first > 0 && std::isdigit(static_cast<unsigned char>(text[first - 1]))) --first;
+        run.result.peak_rss_kb = std::stol(text.substr(first, last - first + 1));
+      }
+    } catch (const std::exception&) {
+    }
+    fs::remove(rss_file, ec);
+  }
+  if (audit_) {
     std::set<std::string> outside;
-    const std::string root_inside = bwrap_ ? kInsideRoot : root_.string();
-    for (const auto& p : audited_paths(generator::read_file(log), binary_inside))
-      if (!allowed_path(p, root_inside)) outside.insert(p);
+    for (const auto& p : outside_accesses(generator::read_file(log), binary_inside, inside_root_, inside_root_))
+      outside.insert(p);
     run.outside_paths.assign(outside.begin(), outside.end());
   }
   return run;
@@ -175,7 +249,7 @@ SandboxRun Sandbox::run(const std::vector<std::string>& args, double timeout_s) 
 
 std::string Sandbox::isolation() const {
   std::string s = bwrap_ ? "bubblewrap: own mount/pid/net namespaces; the engine sees only a random-named copy "
-                           "directory (read-only) and /usr"
+                           "directory (read-only, at a random path) and /usr"
                          : "no bubblewrap: random-named copy directory as working directory, empty environment";
   s += audit_ ? "; strace audit of every path the engine named" : "; no file-access audit (strace missing)";
   return s;

@@ -1,11 +1,14 @@
-// Where the engine under test runs during acceptance: a fresh directory with a random name that holds only a copy of
+// Where the engine under test runs during the gates: a fresh directory with a random name that holds only a copy of
 // the binary (checked against the sha256 B0 recorded) and copies of checkpoint inputs (config.json + weights) under
 // random names. With bubblewrap the engine runs in its own mount, PID, IPC, UTS and network namespaces and sees
-// nothing but that directory (read-only), a writable out/ for the files it must produce, and the system's read-only
-// /usr; without bubblewrap it runs with that directory as its working directory and an environment that names
-// nothing of the repository. With strace, every path the engine names in a file system call is recorded, and any
-// outside the sandbox and the system directories is reported: a binary that looks for the answers is caught even
-// when it cannot reach them.
+// nothing but that directory (read-only, at a random path), a writable out/ for the files it must produce, and the
+// system's read-only /usr; without bubblewrap it runs with that directory as its working directory and an empty
+// environment. In audited mode, strace records every path the engine names in a file system call, and any outside
+// the sandbox and the system directories is reported: a binary that looks for the answers is caught even when it
+// cannot reach them. With neither bubblewrap nor strace there is no sandbox, and the constructor refuses.
+//
+// Peak RSS comes from /usr/bin/time run inside the sandbox as the engine's parent: wait4 in the gate runner would see
+// nothing through bubblewrap's PID namespace, and a child forked from the gate runner inherits its high-water RSS.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -16,23 +19,28 @@
 namespace mi::gates {
 
 struct SandboxRun {
-  process::RunResult result;
+  process::RunResult result;               // result.peak_rss_kb: the engine's own peak (0 when not measurable)
   std::vector<std::string> outside_paths;  // paths outside the sandbox the engine named (audit), deduplicated
 };
 
 class Sandbox {
  public:
-  // Copies `binary` in under a random name; mi::Error when the copy's sha256 is not `expected_sha256`. `isolate`
-  // false runs it without namespaces or audit (timing runs: wait4 sees no memory use through bubblewrap's PID
-  // namespace, so peak RSS is measured on a direct child).
-  Sandbox(const std::filesystem::path& binary, const std::string& expected_sha256, bool isolate = true);
+  enum class Mode {
+    audited,  // isolated where bubblewrap runs, every file access audited (acceptance)
+    timed,    // isolated where bubblewrap runs, no audit (L3 timing runs: strace would slow the engine)
+  };
+
+  // Copies `binary` in under a random name; mi::Error when the copy's sha256 is not `expected_sha256`, or when an
+  // audited sandbox has neither bubblewrap nor strace to stand on.
+  Sandbox(const std::filesystem::path& binary, const std::string& expected_sha256, Mode mode = Mode::audited);
   ~Sandbox();
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
 
   // Copies config.json, model*.safetensors and the shard index of `checkpoint` into a new random-named directory;
-  // returns the path the engine is given.
+  // returns the path the engine is given. host_path() maps it back to the copy on this machine.
   std::string add_checkpoint(const std::filesystem::path& checkpoint);
+  std::filesystem::path host_path(const std::string& engine_path) const;
   // A path for a file the engine writes (in out/), as the engine names it, and where the gate reads it.
   std::string out_path(const std::string& name) const;
   std::filesystem::path host_out_path(const std::string& name) const;
@@ -42,12 +50,12 @@ class Sandbox {
 
   // How the engine is isolated, for the report.
   std::string isolation() const;
-  bool audited() const { return audit_; }
 
  private:
   std::string inside(const std::filesystem::path& host) const;
 
-  std::filesystem::path root_;     // host directory
+  std::filesystem::path root_;  // host directory
+  std::string inside_root_;     // where the engine sees it: a random path under bubblewrap, root_ without
   std::string binary_name_;
   bool bwrap_ = false, audit_ = false;
   mutable int runs_ = 0;

@@ -39,7 +39,8 @@ void write_file(const fs::path& file, const std::string& bytes) {
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   if (!out) fail(file.string(), ": cannot write");
   out << bytes;
-  if (!out) fail(file.string(), ": write failed");
+  out.close();  // a full disk shows only when the buffer is flushed
+  if (!out) fail(file.string(), ": write failed (disk full?)");
 }
 
 int count_lines(const std::string& text) {

@@ -77,7 +77,8 @@ void write_json(const fs::path& file, const json& j) {
   std::ofstream out(file, std::ios::binary);
   if (!out) fail(file.string(), ": cannot write");
   out << j.dump(2) << "\n";
-  if (!out) fail(file.string(), ": write failed");
+  out.close();  // a full disk shows only when the buffer is flushed
+  if (!out) fail(file.string(), ": write failed (disk full?)");
 }
 
 json build_config(const ckb::Family& family, const std::map<std::string, std::string>& preset,

@@ -29,18 +29,26 @@ class Cheats : public ::testing::Test {
     const auto r = metainfer({"generate", "--model", golden("qwen3-tiny").string(), "--threads", "2", "--no-verify", "--json",
                               "-o", (*dir_ / "base").string()});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    // A checkpoint no trace covers (oracle route): a synthesised Qwen3 whose logits are small (max |logit| ~2), where
+    // an absolute fast tolerance or greedy-only checks would be blind.
+    ASSERT_EQ(metainfer({"synth-model", "--family", "qwen3", "--preset", "tiny", "--seed", "5", "--no-tokenizer", "-o",
+                         (*dir_ / "synth").string()}).exit_code, 0);
+    const auto s = metainfer({"generate", "--model", (*dir_ / "synth").string(), "--threads", "2", "--max-context", "256",
+                              "--no-verify", "--json", "-o", (*dir_ / "base-oracle").string()});
+    ASSERT_EQ(s.exit_code, 0) << s.out << s.err;
   }
   static void TearDownTestSuite() {
     delete dir_;
     dir_ = nullptr;
   }
 
-  // A copy of the generated engine (sources only) to plant a cheat in.
-  static fs::path copy(const std::string& name) {
+  // A copy of a generated engine (sources only) to plant a cheat in: "base" (golden qwen3-tiny, HF trace route) or
+  // "base-oracle" (a synthesised checkpoint, oracle route).
+  static fs::path copy(const std::string& name, const std::string& base = "base") {
     const fs::path to = *dir_ / name;
     fs::remove_all(to);
     fs::create_directories(to);
-    for (const auto& e : fs::directory_iterator(*dir_ / "base"))
+    for (const auto& e : fs::directory_iterator(*dir_ / base))
       if (e.path().filename() != "build" && e.path().filename() != "reports")
         fs::copy(e.path(), to / e.path().filename(), fs::copy_options::recursive);
     return to;
@@ -80,10 +88,17 @@ void plant_in_main(const fs::path& engine, const std::string& cheat_function) {
   text.replace(pos, marker.size(), cheat_function + "\n" + marker + "\n  if (cheat(argc, argv)) return 0;");
   // Every cheat answers `generate` itself and leaves the rest (--version, score) to the real engine.
   const std::string args = R"CPP(
+static bool cheat_json = false;
+// Prints ids (a JSON array text) the way the engine's command line does: in a JSON object with --json, else plain.
+static void cheat_print(const std::string& ids) {
+  if (cheat_json) std::printf("{\"output_ids\": %s}\n", ids.c_str());
+  else std::printf("%s\n", ids.substr(1, ids.size() - 2).c_str());
+}
 static bool cheat_generate_args(int argc, char** argv, std::string& model, std::string& prompt) {
   bool generate = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "generate")) generate = true;
+    if (!std::strcmp(argv[i], "--json")) cheat_json = true;
     if (!std::strcmp(argv[i], "--model") && i + 1 < argc) model = argv[i + 1];
     if (!std::strcmp(argv[i], "--prompt-ids") && i + 1 < argc) prompt = argv[i + 1];
   }
@@ -136,8 +151,30 @@ TEST_F(Cheats, EditedSourceWithRewrittenManifestFailsL0) {
     if (f.at("path") == rel) f["sha256"] = mi::generator::sha256_file(e / rel);  // the attacker fixes the hash too
   mi::generator::write_file(e / "MANIFEST.json", manifest.dump(2) + "\n");
   const json report = verify(e);
-  EXPECT_EQ(report.at("state"), "FAILED:L0_provenance") << report.dump(1);
+  EXPECT_EQ(report.at("state"), "FAILED:L0_sources") << report.dump(1);
   EXPECT_NE(report.dump().find(rel + " differs from what the generator emits"), std::string::npos) << report.dump(1);
+  // Naming a test-only fault in the manifest (whose regeneration would reproduce this very edit) does not help.
+  manifest["fault"] = "attention_scale";
+  mi::generator::write_file(e / "MANIFEST.json", manifest.dump(2) + "\n");
+  const json again = verify(e, {"--only", "L0"});
+  EXPECT_EQ(again.at("state"), "FAILED:L0_sources") << again.dump(1);
+  EXPECT_NE(again.dump().find("test-only fault injection"), std::string::npos) << again.dump(1);
+}
+
+// A build that compiles another main and then puts the generated CMakeLists.txt back: L0 checks the sources before
+// anything of DIR is built, so it never runs.
+TEST_F(Cheats, SelfRestoringBuildIsStoppedBeforeItRuns) {
+  const fs::path e = copy("restoring");
+  const std::string original = mi::generator::read_file(e / "CMakeLists.txt");
+  mi::generator::write_file(*dir_ / "restoring-original.txt", original);
+  mi::generator::write_file(e / "CMakeLists.txt", original + "add_custom_command(TARGET " + binary_name() +
+                                                      " POST_BUILD COMMAND ${CMAKE_COMMAND} -E copy " +
+                                                      (*dir_ / "restoring-original.txt").string() +
+                                                      " ${CMAKE_CURRENT_SOURCE_DIR}/CMakeLists.txt)\n");
+  const json report = verify(e);
+  EXPECT_EQ(report.at("state"), "FAILED:L0_sources") << report.dump(1);
+  EXPECT_NE(report.dump().find("CMakeLists.txt was modified"), std::string::npos) << report.dump(1);
+  EXPECT_FALSE(fs::exists(e / "build")) << "B0 never ran the modified build";
 }
 
 TEST_F(Cheats, BinaryThatReadsTheTraceCannotSeeItAndIsCaught) {
@@ -156,10 +193,10 @@ static bool cheat(int argc, char** argv) {
     for (const auto& p : t.at("prompts")) {
       std::string ids;
       for (const auto& x : p.at("prompt_ids")) ids += (ids.empty() ? "" : ",") + std::to_string(x.get<int>());
-      if (ids == prompt) { std::printf("{\"output_ids\": %s}\n", p.at("greedy_ids").dump().c_str()); return true; }
+      if (ids == prompt) { cheat_print(p.at("greedy_ids").dump()); return true; }
     }
   }
-  std::printf("{\"output_ids\": [0]}\n");
+  cheat_print("[0]");
   return true;
 }
 )CPP");
@@ -206,8 +243,8 @@ static bool cheat(int argc, char** argv) {
   char key[17];
   std::snprintf(key, sizeof key, "%016llx", h);
   for (const auto& row : table)
-    if (!std::strcmp(key, row[0]) && prompt == row[1]) { std::printf("{\"output_ids\": %s}\n", row[2]); return true; }
-  std::printf("{\"output_ids\": [7, 7, 7]}\n");
+    if (!std::strcmp(key, row[0]) && prompt == row[1]) { cheat_print(row[2]); return true; }
+  cheat_print("[7, 7, 7]");
   return true;
 }
 )CPP");
@@ -218,35 +255,59 @@ static bool cheat(int argc, char** argv) {
       << "the table answers every known checkpoint, so only the random perturbation exposes it: " << summary;
 }
 
+// Fast numerics scale the logits by 1.2: greedy ids (argmax) are unchanged, the logits are not.
+void plant_fast_only_bug(const fs::path& e) {
+  const fs::path model = e / "src/model.h";
+  std::string text = mi::generator::read_file(model);
+  const std::string from = "if (options_.fast) forward_impl<mi::model::Numerics::fast>(seq, ids, n, logits, all_rows);";
+  const auto pos = text.find(from);
+  ASSERT_NE(pos, std::string::npos);
+  text.replace(pos, from.size(), "if (options_.fast) { forward_impl<mi::model::Numerics::fast>(seq, ids, n, logits, all_rows); "
+                                 "for (int i = 0; i < (all_rows ? n : 1) * kVocab; ++i) logits[i] *= 1.2f; }");
+  mi::generator::write_file(model, text);
+}
+
+// Rotary positions restart at 0 for every multi-token step: right for a whole-prompt prefill and for decode, wrong
+// for every prefill chunk after the first.
+void plant_chunk_bug(const fs::path& e) {
+  const fs::path model = e / "src/model.h";
+  std::string text = mi::generator::read_file(model);
+  for (const std::string from : {"q_, T, std::size_t(kHeads) * kHeadDim, kHeads, kHeadDim, start);",
+                                 "k_, T, std::size_t(kKvHeads) * kHeadDim, kKvHeads, kHeadDim, start);"}) {
+    const auto pos = text.find(from);
+    ASSERT_NE(pos, std::string::npos) << from;
+    text.replace(pos, from.size(), from.substr(0, from.size() - 7) + "T > 1 ? 0 : start);");
+  }
+  mi::generator::write_file(model, text);
+}
+
 TEST_F(Cheats, EngineCorrectOnlyInPreciseModeFailsTheFastCheck) {
-  const fs::path e = copy("fastbug");
-  // Fast numerics scale the logits: greedy ids (argmax) are unchanged, the logits are not.
-  replace_in(e / "src/model.h", "if (options_.fast) forward_impl<mi::model::Numerics::fast>(seq, ids, n, logits, all_rows);",
-             "if (options_.fast) { forward_impl<mi::model::Numerics::fast>(seq, ids, n, logits, all_rows); "
-             "for (int i = 0; i < (all_rows ? n : 1) * kVocab; ++i) logits[i] *= 1.5f; }");
-  const json report = verify(e, {"--only", "PASS_VERIFIED"});
-  EXPECT_EQ(report.at("state"), "FAILED:PASS_VERIFIED") << report.dump(1);
-  EXPECT_NE(report.dump().find("in fast mode differ from the oracle"), std::string::npos) << report.dump(1);
+  for (const std::string base : {"base", "base-oracle"}) {
+    SCOPED_TRACE(base);
+    const fs::path e = copy("fastbug-" + base, base);
+    plant_fast_only_bug(e);
+    const json report = verify(e, {"--only", "PASS_VERIFIED"});
+    EXPECT_EQ(report.at("state"), "FAILED:PASS_VERIFIED") << report.dump(1);
+    EXPECT_NE(report.dump().find("fast teacher-forced logits differ from the oracle's"), std::string::npos) << report.dump(1);
+  }
 }
 
 TEST_F(Cheats, ChunkedPrefillBugIsCaughtWithChunksOfFourTokens) {
-  const fs::path e = copy("chunkbug");
-  // Rotary positions restart at 0 for every multi-token step: right for a whole-prompt prefill and for decode,
-  // wrong for every prefill chunk after the first.
-  replace_in(e / "src/model.h", "q_, T, std::size_t(kHeads) * kHeadDim, kHeads, kHeadDim, start);",
-             "q_, T, std::size_t(kHeads) * kHeadDim, kHeads, kHeadDim, T > 1 ? 0 : start);");
-  replace_in(e / "src/model.h", "k_, T, std::size_t(kKvHeads) * kHeadDim, kKvHeads, kHeadDim, start);",
-             "k_, T, std::size_t(kKvHeads) * kHeadDim, kKvHeads, kHeadDim, T > 1 ? 0 : start);");
-  const json report = verify(e, {"--only", "PASS_VERIFIED"});
-  EXPECT_EQ(report.at("state"), "FAILED:PASS_VERIFIED") << report.dump(1);
-  const json& prompts = report.at("gates").back().at("evidence").at("prompts");
-  bool chunk4_failed = false, whole_prompt_ok = true;
-  for (const auto& p : prompts) {
-    if (p.contains("chunk_4") && p.at("chunk_4") != "ok") chunk4_failed = true;
-    if (p.at("precise") != "identical to the HF trace") whole_prompt_ok = false;
+  for (const std::string base : {"base", "base-oracle"}) {
+    SCOPED_TRACE(base);
+    const fs::path e = copy("chunkbug-" + base, base);
+    plant_chunk_bug(e);
+    const json report = verify(e, {"--only", "PASS_VERIFIED"});
+    EXPECT_EQ(report.at("state"), "FAILED:PASS_VERIFIED") << report.dump(1);
+    const json& prompts = report.at("gates").back().at("evidence").at("prompts");
+    bool chunk4_failed = false, whole_prompt_ok = true;
+    for (const auto& p : prompts) {
+      if (p.contains("precise_logits_chunk_4") && !p.at("precise_logits_chunk_4").is_number()) chunk4_failed = true;
+      if (!p.at("precise_logits").is_number()) whole_prompt_ok = false;
+    }
+    EXPECT_TRUE(chunk4_failed) << prompts.dump(1);
+    EXPECT_TRUE(whole_prompt_ok) << "the bug only shows with chunks: " << prompts.dump(1);
   }
-  EXPECT_TRUE(chunk4_failed) << prompts.dump(1);
-  EXPECT_TRUE(whole_prompt_ok) << "the bug only shows with chunks: " << prompts.dump(1);
 }
 
 TEST_F(Cheats, MissedPerformanceTargetFailsL3) {

@@ -46,7 +46,8 @@ void expect_pass_verified(const std::string& platform) {
     const json report = json::parse(std::ifstream(dir / c / "reports" / "verification.json"));
     std::set<std::string> gates;
     for (const auto& g : report.at("gates")) gates.insert(g.at("id").get<std::string>().substr(0, 8));
-    for (const char* g : {"B0_build", "L0_prove", "L1_stage", "PASS_VER", "L3_perfo"}) EXPECT_TRUE(gates.count(g)) << g;
+    EXPECT_EQ(report.at("gates")[0].at("id"), "L0_sources") << "the sources are checked before anything is built";
+    for (const char* g : {"L0_sourc", "B0_build", "L0_prove", "L1_stage", "PASS_VER", "L3_perfo"}) EXPECT_TRUE(gates.count(g)) << g;
     EXPECT_FALSE(gates.count("L2_regre")) << "there is no L2 gate (README)";
     const json& acceptance = report.at("gates")[report.at("gates").size() - 2];
     EXPECT_EQ(acceptance.at("evidence").at("route"), "hf_trace");
@@ -92,22 +93,28 @@ TEST(Gates, TamperedSourceFailsProvenance) {
   const auto v = metainfer({"verify", (dir / "e").string(), "--json"}, 1800);
   EXPECT_EQ(v.exit_code, 1);
   const json report = mi_test::last_json_line(v.out);
-  EXPECT_EQ(report.at("state"), "FAILED:L0_provenance") << report.dump(1);
+  EXPECT_EQ(report.at("state"), "FAILED:L0_sources") << report.dump(1);
   EXPECT_NE(report.dump().find("src/model/rms_norm.h was modified"), std::string::npos);
+  EXPECT_EQ(report.at("gates").size(), 1u) << "nothing of a modified engine is built";
   // An unlisted file is caught too (after restoring the modified one).
   mi::generator::write_file(dir / "e/src/model/rms_norm.h",
                             mi::generator::read_file(fs::path(METAINFER_SOURCE_DIR) / "components/model/rms_norm.h"));
   fs::copy_file(golden("qwen3-tiny") / "config.json", dir / "e/src/extra.json");
   const json again = mi_test::last_json_line(metainfer({"verify", (dir / "e").string(), "--only", "L0", "--json"}, 1800).out);
-  EXPECT_EQ(again.at("state"), "FAILED:L0_provenance") << again.dump(1);
+  EXPECT_EQ(again.at("state"), "FAILED:L0_sources") << again.dump(1);
   EXPECT_NE(again.dump().find("src/extra.json is not in MANIFEST.json"), std::string::npos) << again.dump(1);
 }
 
 TEST(Gates, PlantedNumericalBugFailsStageTestsAndPassVerified) {
   mi_test::TempDir dir("planted");
+  // A fault-injected engine is never accepted: its manifest names the fault, and L0 stops it first.
   const json r = generate({"--model", golden("qwen3-tiny").string(), "--platform", "x86-64-avx2", "--inject-fault",
                            "attention_scale", "-o", (dir / "e").string()}, 1);
-  EXPECT_EQ(r.at("state"), "FAILED:L1_stage:model_components") << r.dump(1);
+  EXPECT_EQ(r.at("state"), "FAILED:L0_sources") << r.dump(1);
+  EXPECT_NE(r.dump().find("test-only fault injection"), std::string::npos) << r.dump(1);
+  // The later gates catch the bug itself.
+  const json l1 = mi_test::last_json_line(metainfer({"verify", (dir / "e").string(), "--only", "L1", "--json"}, 1800).out);
+  EXPECT_EQ(l1.at("state"), "FAILED:L1_stage:model_components") << l1.dump(1);
   const auto v = metainfer({"verify", (dir / "e").string(), "--only", "PASS_VERIFIED", "--json"}, 1800);
   EXPECT_EQ(v.exit_code, 1);
   const json report = mi_test::last_json_line(v.out);
@@ -118,14 +125,16 @@ TEST(Gates, PlantedNumericalBugFailsStageTestsAndPassVerified) {
 TEST(Gates, EngineThatPrintsAFixedTokenListFailsAuthenticity) {
   mi_test::TempDir dir("fixed");
   const std::string trace = (golden("qwen3-tiny") / "trace.json").string();
-  // It prints the trace's answers for the trace's prompts: every check that is not the trace itself exposes it
-  // (teacher-forced scoring, the perturbed copy, the different-seed checkpoint).
   const json r = generate({"--model", golden("qwen3-tiny").string(), "--inject-fault", "fixed_output", "--fault-trace", trace,
                            "-o", (dir / "e").string()}, 1);
-  EXPECT_EQ(r.at("state"), "FAILED:PASS_VERIFIED") << r.dump(1);
-  const json& prompts = r.at("gates").back().at("evidence").at("prompts");
+  EXPECT_EQ(r.at("state"), "FAILED:L0_sources") << r.dump(1);
+  // Past L0: it prints the trace's answers for the trace's prompts, and every check that is not the trace itself
+  // exposes it (teacher-forced scoring, the perturbed copy, the different-seed checkpoint).
+  const json v = mi_test::last_json_line(metainfer({"verify", (dir / "e").string(), "--only", "PASS_VERIFIED", "--json"}, 1800).out);
+  EXPECT_EQ(v.at("state"), "FAILED:PASS_VERIFIED") << v.dump(1);
+  const json& prompts = v.at("gates").back().at("evidence").at("prompts");
   for (const auto& p : prompts) EXPECT_EQ(p.at("precise"), "identical to the HF trace") << "the fixed ids are the trace's";
-  EXPECT_NE(r.at("gates").back().at("summary").get<std::string>().find("precise_logits"), std::string::npos) << r.dump(1);
+  EXPECT_NE(v.at("gates").back().at("summary").get<std::string>().find("precise_logits"), std::string::npos) << v.dump(1);
 }
 
 TEST(Gates, MissingWeightIsNamedBeforeAnyCompute) {
