@@ -15,7 +15,7 @@ void register_platform_command(CLI::App& app, int& exit_code) {
   auto ckb_dir = std::make_shared<std::string>(ckb::default_ckb_dir().string());
   auto bandwidth = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json_flag, "print one JSON object");
-  cmd->add_flag("--bandwidth", *bandwidth, "also measure memory read bandwidth (1 GiB buffer, 1 thread and all threads)");
+  cmd->add_flag("--bandwidth", *bandwidth, "also measure memory read bandwidth (1 GiB buffer, best of several access patterns, 1..N threads)");
   cmd->add_option("--ckb", *ckb_dir, "CKB directory");
   cmd->callback([json_flag, ckb_dir, bandwidth, &exit_code] {
     const platform::CpuInfo cpu = platform::detect_cpu();
@@ -33,9 +33,13 @@ void register_platform_command(CLI::App& app, int& exit_code) {
     j["ckb_platforms"] = platforms;
     j["auto_platform"] = best.empty() ? nlohmann::json(nullptr) : nlohmann::json(best);
     if (*bandwidth) {
+      // One probe (platform/bandwidth.h): every access pattern at thread counts 1..N; per count the best pattern.
       const int all = std::max(1, cpu.allowed_cpus);
-      j["read_bandwidth_gbs"] = {{"threads_1", platform::measure_read_bandwidth_gbs(1)},
-                                 {"threads_" + std::to_string(all), platform::measure_read_bandwidth_gbs(all)}};
+      platform::BandwidthOptions bo;
+      bo.max_threads = all;
+      const platform::ReadBandwidth bw = platform::probe_read_bandwidth(bo);
+      j["read_bandwidth_gbs"] = {{"threads_1", bw.best_at(1)}, {"threads_" + std::to_string(all), bw.best_at(all)}};
+      j["read_bandwidth"] = bw.to_json();
     }
     if (*json_flag) {
       std::cout << j.dump(2) << "\n";
@@ -55,9 +59,13 @@ void register_platform_command(CLI::App& app, int& exit_code) {
                   << (p["runs_here"].get<bool>() ? "runs here" : "not here (missing " + p["missing"].dump() + ")") << "\n";
       }
       std::cout << "auto      " << (best.empty() ? "(none)" : best) << "\n";
-      if (*bandwidth)
+      if (*bandwidth) {
         for (const auto& [k, v] : j["read_bandwidth_gbs"].items())
           std::cout << "read bw   " << v.get<double>() << " GB/s (" << k << ", wall clock)\n";
+        const auto& bw = j["read_bandwidth"];
+        std::cout << "read bw   " << bw["best_gbs"].get<double>() << " GB/s (best: " << bw["best_pattern"].get<std::string>()
+                  << ", " << bw["best_threads"].get<int>() << " threads, " << bw["isa"].get<std::string>() << " loads)\n";
+      }
     }
     exit_code = kExitOk;
   });

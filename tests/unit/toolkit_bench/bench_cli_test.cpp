@@ -1,0 +1,229 @@
+// `metainfer bench` end to end on a tiny engine (qwen3-tiny, generated and built once): the quick matrix's report has
+// every cell, every metric and every bound, in JSON, Markdown and SVG; --baseline-cmd with a stand-in that prints
+// llama-bench-shaped JSON gives ratios; bad input exits 2. Shapes and signs only, never timings: the machine may be
+// shared.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "../toolkit_support.h"
+#include "generator/manifest.h"
+
+namespace {
+namespace fs = std::filesystem;
+using mi_test::golden;
+using mi_test::metainfer;
+using nlohmann::json;
+
+class BenchCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new mi_test::TempDir("bench");
+    const auto g = metainfer({"generate", "--model", golden("qwen3-tiny").string(), "--no-verify", "-o", engine().string()});
+    ASSERT_EQ(g.exit_code, 0) << g.out << g.err;
+    const auto b0 = metainfer({"verify", engine().string(), "--only", "B0"}, 1800);
+    ASSERT_EQ(b0.exit_code, 0) << b0.out << b0.err;
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  static fs::path engine() { return *dir_ / "engine"; }
+  static fs::path path(const std::string& name) { return *dir_ / name; }
+
+  static json read_json(const fs::path& file) { return json::parse(mi::generator::read_file(file)); }
+
+  static bool positive(const json& stat) {
+    return stat.is_object() && stat["mean"].is_number() && std::isfinite(stat["mean"].get<double>()) && stat["mean"].get<double>() > 0 &&
+           stat["stddev"].get<double>() >= 0 && stat["n"].get<int>() >= 1;
+  }
+
+  static mi_test::TempDir* dir_;
+};
+mi_test::TempDir* BenchCli::dir_ = nullptr;
+
+TEST_F(BenchCli, QuickMatrixReportHasEveryCellMetricAndBound) {
+  // One engine thread leaves the other core to the reading client, so token arrivals stay resolved on a busy machine.
+  const auto r = metainfer({"bench", engine().string(), "--matrix", "quick", "--runs", "2", "--threads", "1", "--bandwidth-mib", "256", "--json",
+                            path("quick.json").string(), "--plot", path("quick.svg").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json rep = read_json(path("quick.json"));
+  EXPECT_EQ(rep["format"], "metainfer-bench/1");
+  EXPECT_TRUE(rep["errors"].empty()) << rep["errors"].dump();
+  EXPECT_EQ(rep["settings"]["matrix"], "quick");
+  EXPECT_EQ(rep["settings"]["runs"], 2);
+
+  // The machine's limits: positive, the best bandwidth at least every sample.
+  const json& l = rep["limits"];
+  EXPECT_GT(l["read_bandwidth_gbs"].get<double>(), 0);
+  for (const json& s : l["read_bandwidth"]["samples"]) EXPECT_GE(l["read_bandwidth_gbs"].get<double>(), s["gbs"].get<double>());
+  EXPECT_GE(l["decode_bandwidth_gbs"].get<double>(), l["read_bandwidth_gbs"].get<double>());
+  EXPECT_GT(l["peak_gflops"]["f32_fma"]["gflops"].get<double>(), 0);
+  EXPECT_GT(l["prefill_peak"]["gflops"].get<double>(), 0);
+  EXPECT_GT(rep["startup_ms"]["best"].get<double>(), 0);
+  EXPECT_GT(rep["model"]["decode_weight_bytes_per_token"].get<double>(), 0);
+  EXPECT_GT(rep["model"]["prompt_params_per_token"].get<double>(), 0);
+
+  // Every cell of the quick matrix (2 x 2), each with every metric.
+  ASSERT_EQ(rep["cells"].size(), 4u);
+  std::set<std::pair<int, int>> seen;
+  for (const json& c : rep["cells"]) {
+    SCOPED_TRACE(c.dump());
+    ASSERT_FALSE(c.contains("skipped"));
+    EXPECT_TRUE(c["error"].is_null());
+    seen.insert({c["prompt_tokens"].get<int>(), c["gen_tokens"].get<int>()});
+    const json& m = c["metrics"];
+    for (const char* k : {"tpot_ms", "latency_ms", "e2e_tok_s", "decode_tok_s", "tg_tok_s", "pg_tok_s", "peak_rss_mb"})
+      EXPECT_TRUE(positive(m[k])) << k;
+    // TTFT excludes start-up; on a tiny model it can sink into start-up noise: then it is 0 and there is no prefill rate.
+    ASSERT_TRUE(m["ttft_ms"].is_object());
+    EXPECT_GE(m["ttft_ms"]["mean"].get<double>(), 0);
+    const int below = c["runs_ttft_below_startup_noise"].get<int>();
+    EXPECT_EQ(c["runs_decode_unresolved"], 0);
+    for (const char* k : {"prefill_tok_s", "pp_tok_s"}) EXPECT_TRUE(below == 2 ? m[k].is_null() : positive(m[k])) << k;
+    EXPECT_EQ(c["runs"].size(), 2u);
+    for (const json& run : c["runs"]) EXPECT_EQ(run["tokens"], c["gen_tokens"]);
+    for (const char* k : {"decode_tok_s", "prefill_tok_s", "tg_tok_s", "pp_tok_s"}) {
+      EXPECT_TRUE(std::isfinite(c["bounds"][k].get<double>())) << k;
+      EXPECT_GT(c["bounds"][k].get<double>(), 0) << k;
+    }
+    const double decode_fraction = c["fraction_of_bound"]["decode"].get<double>();
+    EXPECT_GT(decode_fraction, 0);
+    EXPECT_LE(decode_fraction, 1);
+    if (below < 2) {
+      EXPECT_GT(c["fraction_of_bound"]["prefill"].get<double>(), 0);
+    }
+    EXPECT_FALSE(c.contains("baseline"));
+  }
+  EXPECT_EQ(seen, (std::set<std::pair<int, int>>{{11, 16}, {11, 32}, {64, 16}, {64, 32}}));
+
+  // llama-bench-style rows: pp per prompt length, tg per generation length.
+  std::vector<std::string> tests;
+  for (const json& row : rep["llama_bench"]) tests.push_back(row["test"]);
+  EXPECT_EQ(tests, (std::vector<std::string>{"pp 11", "pp 64", "tg 16", "tg 32"}));
+
+  // Supplementary: chunked prefill at p = 64 (none, 16, 32); batch scaling reported as unavailable.
+  const json& sup = rep["supplementary"];
+  EXPECT_EQ(sup["chunked_prefill"]["prompt_tokens"], 64);
+  ASSERT_EQ(sup["chunked_prefill"]["rows"].size(), 3u);
+  for (const json& row : sup["chunked_prefill"]["rows"]) {
+    EXPECT_TRUE(row["error"].is_null()) << row.dump();
+    EXPECT_TRUE(positive(row["metrics"]["peak_rss_mb"])) << row.dump();
+  }
+  EXPECT_EQ(sup["batch_scaling"]["available"], false);
+  EXPECT_NE(sup["batch_scaling"]["reason"].get<std::string>().find("one request at a time"), std::string::npos);
+
+  // Markdown on stdout, progress on stderr, the SVG chart.
+  EXPECT_NE(r.out.find("| prompt | gen | TTFT ms | TPOT ms |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| 64 | 32 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| tg 32 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("ETA"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cell 4/4"), std::string::npos) << r.err;
+  const std::string svg = mi::generator::read_file(path("quick.svg"));
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_NE(svg.find("p64 n32"), std::string::npos);
+}
+
+TEST_F(BenchCli, BaselineCommandWithLlamaBenchJsonGivesRatios) {
+  // A stand-in for `llama-bench -p P -n N -t T -o json`: a pp test and a tg test of the cell's lengths.
+  const std::string stand_in =
+      "printf '[{\"model_type\":\"stand-in\",\"n_threads\":{threads},\"n_prompt\":{prompt_tokens},\"n_gen\":0,\"n_depth\":0,"
+      "\"avg_ns\":1000000,\"stddev_ns\":0,\"avg_ts\":123.4,\"stddev_ts\":1.5,\"samples_ts\":[123.4]},"
+      "{\"n_prompt\":0,\"n_gen\":{gen_tokens},\"n_depth\":0,\"avg_ts\":45.6,\"stddev_ts\":0.5}]'";
+  const auto r = metainfer({"bench", engine().string(), "--matrix", "quick", "--prompts", "11,64", "--gens", "16", "--runs", "2", "--threads", "1",
+                            "--no-supplementary", "--bandwidth-mib", "64", "--baseline-cmd", stand_in, "--json",
+                            path("baseline.json").string(), "--plot", path("baseline.svg").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json rep = read_json(path("baseline.json"));
+  ASSERT_EQ(rep["cells"].size(), 2u);
+  for (const json& c : rep["cells"]) {
+    SCOPED_TRACE(c.dump());
+    ASSERT_TRUE(c.contains("baseline"));
+    EXPECT_EQ(c["baseline"]["adapter"], "llama-bench");
+    EXPECT_TRUE(c["baseline"]["notes"].empty());
+    EXPECT_DOUBLE_EQ(c["baseline"]["metrics"]["pp_tok_s"]["mean"].get<double>(), 123.4);
+    EXPECT_DOUBLE_EQ(c["baseline"]["metrics"]["tg_tok_s"]["mean"].get<double>(), 45.6);
+    EXPECT_EQ(c["baseline"]["runs"].size(), 2u);
+    // A ratio wherever both sides have the metric (ours may lack a rate lost in timing noise: see the quick test).
+    for (const char* k : {"tg_tok_s", "decode_tok_s", "pp_tok_s", "prefill_tok_s"}) {
+      EXPECT_EQ(c["ratio"].contains(k), c["metrics"][k].is_object()) << k;
+      if (!c["ratio"].contains(k)) continue;
+      const bool generation = k[0] == 't' || k[0] == 'd';  // tg / decode: the stand-in's tg test; pp / prefill: its pp test
+      const double ours = c["metrics"][k]["mean"].get<double>(), theirs = generation ? 45.6 : 123.4;
+      EXPECT_NEAR(c["ratio"][k].get<double>(), ours / theirs, 1e-9 * ours) << k;
+    }
+    EXPECT_GT(c["ratio"]["peak_rss_mb"].get<double>(), 0);
+  }
+  for (const json& row : rep["llama_bench"]) EXPECT_TRUE(row.contains("baseline_tok_s")) << row.dump();
+  EXPECT_NE(r.out.find("## Baseline"), std::string::npos);
+  EXPECT_NE(r.err.find("baseline"), std::string::npos) << "progress names the baseline runs";
+  EXPECT_NE(mi::generator::read_file(path("baseline.svg")).find("baseline"), std::string::npos);
+
+  // Our own field names; a failing baseline is a failure (exit 1) with the report still written.
+  const auto own = metainfer({"bench", engine().string(), "--prompts", "11", "--gens", "16", "--runs", "1", "--threads", "1", "--no-supplementary",
+                              "--bandwidth-mib", "64", "--baseline-cmd", "printf '{\"decode_tok_s\": 10, \"ttft_ms\": 5}'",
+                              "--json", path("own.json").string()});
+  ASSERT_EQ(own.exit_code, 0) << own.out << own.err;
+  const json cell = read_json(path("own.json"))["cells"][0];
+  EXPECT_EQ(cell["baseline"]["adapter"], "fields");
+  EXPECT_EQ(cell["ratio"].contains("decode_tok_s"), cell["metrics"]["decode_tok_s"].is_object());
+  EXPECT_TRUE(cell["ratio"].contains("ttft_ms"));
+  EXPECT_FALSE(cell["ratio"].contains("e2e_tok_s")) << "the stand-in does not give it";
+
+  const auto bad = metainfer({"bench", engine().string(), "--prompts", "11", "--gens", "4", "--runs", "1", "--threads", "1", "--no-supplementary",
+                              "--bandwidth-mib", "64", "--baseline-cmd", "echo not json", "--json", path("bad.json").string()});
+  EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
+  EXPECT_FALSE(read_json(path("bad.json"))["errors"].empty());
+}
+
+// Every input is checked before the engine's binary is needed, so a generated engine that is not built serves all rows.
+TEST(BenchCliBadInput, Exits2) {
+  const mi_test::TempDir dir("bench-bad");
+  const fs::path unbuilt = dir / "unbuilt";
+  const auto g = metainfer({"generate", "--model", golden("qwen3-tiny").string(), "--no-verify", "-o", unbuilt.string()});
+  ASSERT_EQ(g.exit_code, 0) << g.out << g.err;
+  const std::string e = unbuilt.string();
+  const fs::path empty = dir / "empty";
+  fs::create_directories(empty);
+  auto path = [&](const std::string& name) { return dir / name; };
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"bench", e, "--matrix", "huge"}, "--matrix"},
+      {{"bench", e, "--runs", "0"}, "--runs"},
+      {{"bench", e, "--warmup", "-1"}, "--warmup"},
+      {{"bench", e, "--gens", "1"}, "--gens"},
+      {{"bench", e, "--prompts", "0"}, "--prompts"},
+      {{"bench", e, "--runs", "x"}, "--runs"},
+      {{"bench", e, "--baseline-cmd", "llama-bench -p {prompt}"}, "{prompt}"},
+      {{"bench", e, "--json", (path("no-such-dir") / "r.json").string()}, "--json"},
+      {{"bench", e, "--prompts", "600", "--gens", "16"}, "max_context"},
+      {{"bench", e, "--model", path("no-such-model").string()}, "--model"},
+      {{"bench", unbuilt.string()}, "--only B0"},
+      {{"bench", empty.string()}, "MANIFEST.json"},
+      {{"bench", path("missing").string()}, "does not exist"},
+  };
+  for (const auto& [args, needle] : cases) {
+    const auto r = metainfer(args);
+    EXPECT_EQ(r.exit_code, 2) << args[2] << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << needle << " in: " << r.err;
+  }
+}
+
+TEST(PlatformBandwidth, BestOfPatternsInThePlatformCommand) {
+  const auto r = metainfer({"platform", "--bandwidth", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_TRUE(j["read_bandwidth_gbs"].contains("threads_1"));
+  const json& bw = j["read_bandwidth"];
+  EXPECT_GT(bw["best_gbs"].get<double>(), 0);
+  std::set<std::string> patterns;
+  for (const json& s : bw["samples"]) {
+    patterns.insert(s["pattern"].get<std::string>());
+    EXPECT_GE(bw["best_gbs"].get<double>(), s["gbs"].get<double>());
+  }
+  EXPECT_EQ(patterns, (std::set<std::string>{"stream1", "stream1-nopf", "stream4", "stream8"}));
+  for (const auto& [k, v] : j["read_bandwidth_gbs"].items()) EXPECT_LE(v.get<double>(), bw["best_gbs"].get<double>()) << k;
+}
+
+}  // namespace

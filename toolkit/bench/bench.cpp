@@ -1,0 +1,388 @@
+#include "bench/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <ostream>
+
+#include "bench/baseline.h"
+#include "bench/engine_runner.h"
+#include "bench/machine_limits.h"
+#include "bench/model_cost.h"
+#include "common/error.h"
+#include "generator/generator.h"
+#include "platform/cpu_info.h"
+
+namespace mi::bench {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Progress on stderr: which cell and run, the time since the measurements began and the time left, estimated from
+// the work done so far (each run weighted by its token count).
+class Progress {
+ public:
+  Progress(std::ostream* out, double total_weight) : out_(out), total_(total_weight), start_(Clock::now()) {}
+  void line(const std::string& what, double weight) {
+    if (out_) {
+      const double elapsed = seconds();
+      char buf[400];
+      if (done_ > 0) {
+        const double eta = elapsed * std::max(0.0, total_ - done_) / done_;
+        std::snprintf(buf, sizeof buf, "bench: %s | elapsed %.1f s | ETA %.1f s\n", what.c_str(), elapsed, eta);
+      } else {
+        std::snprintf(buf, sizeof buf, "bench: %s | elapsed %.1f s | ETA -\n", what.c_str(), elapsed);
+      }
+      *out_ << buf << std::flush;
+    }
+    pending_ = weight;
+  }
+  void done() { done_ += pending_, pending_ = 0; }
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::ostream* out_;
+  double total_, done_ = 0, pending_ = 0;
+  Clock::time_point start_;
+};
+
+double run_weight(int prompt, int gen) { return 2.0 + gen + prompt / 16.0; }
+
+// One run's metrics (README "Benchmarks"). startup_s: the best first-token time of a 1-token prompt.
+std::map<std::string, double> run_metrics(const EngineRun& r, int prompt, int gen, double startup_s) {
+  std::map<std::string, double> m;
+  const double first = r.arrivals_s.front(), last = r.arrivals_s.back();
+  const int n = int(r.arrivals_s.size());
+  const double ttft_s = std::max(0.0, first - startup_s);
+  const double latency_s = std::max(last - startup_s, 1e-9);
+  m["ttft_ms"] = ttft_s * 1e3;
+  m["latency_ms"] = latency_s * 1e3;
+  m["peak_rss_mb"] = double(r.peak_rss_kb) / 1024.0;
+  m["e2e_tok_s"] = n / latency_s;
+  m["pg_tok_s"] = (prompt + n) / latency_s;  // llama-bench's "pg": prompt and generated tokens over the whole time
+  // A TTFT at or below zero was lost in start-up noise: no prefill rate from this run.
+  m["prefill_tok_s"] = m["pp_tok_s"] = ttft_s > 0 ? prompt / ttft_s : kNaN;
+  if (n >= 2 && last > first) {
+    m["tpot_ms"] = (last - first) / (n - 1) * 1e3;
+    m["decode_tok_s"] = m["tg_tok_s"] = (n - 1) / (last - first);
+  } else {
+    m["tpot_ms"] = m["decode_tok_s"] = m["tg_tok_s"] = kNaN;
+  }
+  (void)gen;
+  return m;
+}
+
+std::string cell_name(const Cell& c) { return "p=" + std::to_string(c.prompt_tokens) + " n=" + std::to_string(c.gen_tokens); }
+
+json stats_of(const std::vector<std::map<std::string, double>>& runs, const std::vector<std::string>& keys) {
+  json out = json::object();
+  for (const std::string& k : keys) {
+    std::vector<double> values;
+    for (const auto& r : runs)
+      if (r.count(k)) values.push_back(r.at(k));
+    out[k] = summarize(values).to_json();
+  }
+  return out;
+}
+
+double mean_of(const json& stats, const std::string& key) {
+  if (!stats.contains(key) || stats[key].is_null()) return kNaN;
+  return stats[key]["mean"].get<double>();
+}
+
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+std::string verification_state(const fs::path& dir) {
+  try {
+    return json::parse(generator::read_file(dir / "reports" / "verification.json")).value("state", "unknown");
+  } catch (const std::exception&) {
+    return "not verified";
+  }
+}
+
+}  // namespace
+
+const std::vector<MetricInfo>& cell_metrics() {
+  static const std::vector<MetricInfo> m = {{"ttft_ms", "TTFT ms"},           {"tpot_ms", "TPOT ms"},
+                                            {"latency_ms", "latency ms"},     {"e2e_tok_s", "e2e tok/s"},
+                                            {"decode_tok_s", "decode tok/s"}, {"prefill_tok_s", "prefill tok/s"},
+                                            {"pp_tok_s", "pp tok/s"},         {"tg_tok_s", "tg tok/s"},
+                                            {"pg_tok_s", "pg tok/s"},         {"peak_rss_mb", "peak RSS MiB"}};
+  return m;
+}
+
+json run_bench(const BenchOptions& o) {
+  if (o.runs < 1) fail("--runs: expected an integer >= 1, got ", o.runs);
+  if (o.warmup < 0) fail("--warmup: expected an integer >= 0, got ", o.warmup);
+  if (o.threads < 0) fail("--threads: expected an integer >= 1, got ", o.threads);
+  std::error_code ec;
+  if (!fs::is_regular_file(o.engine_dir / "MANIFEST.json", ec))
+    fail(o.engine_dir.string(), " is not an engine directory (no MANIFEST.json); generate one with `metainfer generate`");
+  const generator::Engine engine = generator::load_engine(o.engine_dir);
+  const json plan = json::parse(generator::read_file(engine.dir / "plan.json"));
+  const fs::path checkpoint = o.model.empty() ? fs::path(engine.manifest.at("constraints").at("model").get<std::string>()) : o.model;
+  if (!fs::is_directory(checkpoint, ec)) fail("--model: '", checkpoint.string(), "' is not a directory");
+  const ModelCost cost = model_cost(plan, checkpoint);
+  const int plan_threads = plan.at("platform").value("threads", 0);
+  const int threads = o.threads > 0 ? o.threads : plan_threads > 0 ? plan_threads : std::max(1, platform::detect_cpu().allowed_cpus);
+  const int max_context = cost.max_context > 0 ? cost.max_context : plan.at("model").at("dims").value("max_position_embeddings", 0);
+  const int compiled_chunk = plan.at("constraints").value("chunked_prefill", 0);
+  const int max_step = compiled_chunk > 0 ? std::min(compiled_chunk, max_context) : max_context;
+
+  // Cells that fit the engine's context run; the others are reported as skipped.
+  std::vector<Cell> cells, skipped;
+  for (const Cell& c : o.matrix.cells()) (c.prompt_tokens + c.gen_tokens <= max_context ? cells : skipped).push_back(c);
+  if (cells.empty())
+    fail("no cell of the ", o.matrix.name, " matrix fits the engine's max_context of ", max_context,
+         " (prompt + generated tokens); use --matrix quick or --prompts/--gens");
+  int longest = 0;
+  for (const Cell& c : cells) longest = std::max(longest, c.prompt_tokens + c.gen_tokens);
+  const bool with_baseline = !o.baseline_cmd.empty();
+  if (with_baseline) (void)expand_baseline_command(o.baseline_cmd, cells.front(), threads, checkpoint.string());  // placeholder check
+  if (!fs::is_regular_file(engine.binary, ec))
+    fail(o.engine_dir.string(), ": the engine is not built (no ", engine.binary.string(), "); run `metainfer verify ",
+         o.engine_dir.string(), " --only B0` first");
+
+  json errors = json::array();
+  const auto t_all = std::chrono::steady_clock::now();
+
+  // 1. The machine's limits.
+  if (o.progress) *o.progress << "bench: measuring the machine's limits (read bandwidth, peak FLOP/s)\n" << std::flush;
+  LimitsOptions lo;
+  lo.threads = std::max(threads, platform::detect_cpu().allowed_cpus);
+  lo.dram_bytes = o.dram_bytes;
+  lo.working_set_bytes = cost.decode_working_set(longest);
+  const MachineLimits limits = measure_machine_limits(lo);
+  const double bandwidth = limits.decode_bandwidth_gbs();
+  const PeakFlops& peak = limits.prefill_peak(cost.dtype);
+
+  EngineRunner runner(engine.binary, checkpoint, threads, cost.vocab, o.timeout_s);
+
+  // The chunked-prefill study: at the matrix's chunk prompt (when it fits), each chunk vs none.
+  const int chunk_prompt = std::min(o.matrix.chunk_prompt, max_context - 1);
+  std::vector<int> chunks = {0};
+  for (int c : o.matrix.prefill_chunks)
+    if (c < chunk_prompt && c <= max_step) chunks.push_back(c);
+  const bool chunk_study = o.supplementary && chunk_prompt >= 2;
+
+  const int startup_runs = std::max(5, o.runs);
+  double total = (o.warmup + startup_runs) * run_weight(1, 1);
+  for (const Cell& c : cells)
+    total += (o.warmup + o.runs) * run_weight(c.prompt_tokens, c.gen_tokens) * (with_baseline ? 2 : 1);
+  if (chunk_study) total += chunks.size() * (o.warmup + o.runs) * run_weight(chunk_prompt, 1);
+  Progress progress(o.progress, total);
+
+  // 2. Start-up: process start, mapping the weights and one 1-token step, the best of several runs.
+  std::vector<double> startup_samples;
+  for (int i = 0; i < o.warmup + startup_runs; ++i) {
+    const bool warm = i < o.warmup;
+    progress.line("start-up (1-token prompt, 1 new token) " + std::string(warm ? "warm-up" : "run " + std::to_string(i - o.warmup + 1) + "/" + std::to_string(startup_runs)),
+                  run_weight(1, 1));
+    const EngineRun r = runner.run(1, 1);
+    progress.done();
+    if (!r.error.empty()) throw EngineFailure("the engine failed on a 1-token prompt (" + r.command + "): " + r.error);
+    if (!warm) startup_samples.push_back(r.arrivals_s.front());
+  }
+  const double startup_s = *std::min_element(startup_samples.begin(), startup_samples.end());
+
+  // 3. The matrix, ours and the baseline interleaved.
+  json cell_reports = json::array();
+  const std::vector<std::string> keys = [] {
+    std::vector<std::string> k;
+    for (const auto& m : cell_metrics()) k.push_back(m.key);
+    return k;
+  }();
+  for (std::size_t ci = 0; ci < cells.size(); ++ci) {
+    const Cell& c = cells[ci];
+    const std::string where = "cell " + std::to_string(ci + 1) + "/" + std::to_string(cells.size()) + " (" + cell_name(c) + ")";
+    std::vector<std::map<std::string, double>> ours, theirs;
+    json run_log = json::array(), baseline_log = json::array();
+    std::vector<std::string> baseline_notes;
+    int below_noise = 0, unresolved = 0;
+    std::string cell_error;
+    for (int i = 0; i < o.warmup + o.runs && cell_error.empty(); ++i) {
+      const bool warm = i < o.warmup;
+      const std::string run_label = warm ? "warm-up " + std::to_string(i + 1) + "/" + std::to_string(o.warmup)
+                                         : "run " + std::to_string(i - o.warmup + 1) + "/" + std::to_string(o.runs);
+      progress.line(where + " " + run_label + " ours", run_weight(c.prompt_tokens, c.gen_tokens));
+      const EngineRun r = runner.run(c.prompt_tokens, c.gen_tokens);
+      progress.done();
+      if (!r.error.empty()) {
+        cell_error = r.error;
+        errors.push_back({{"cell", cell_name(c)}, {"who", "ours"}, {"command", r.command}, {"error", r.error}});
+        break;
+      }
+      if (!warm) {
+        ours.push_back(run_metrics(r, c.prompt_tokens, c.gen_tokens, startup_s));
+        if (std::isnan(ours.back()["prefill_tok_s"])) ++below_noise;
+        if (std::isnan(ours.back()["decode_tok_s"])) ++unresolved;
+        run_log.push_back({{"first_token_s", r.arrivals_s.front()}, {"last_token_s", r.arrivals_s.back()},
+                           {"tokens", r.arrivals_s.size()}, {"wall_s", r.wall_s}, {"peak_rss_kb", r.peak_rss_kb}});
+      }
+      if (with_baseline) {
+        progress.line(where + " " + run_label + " baseline", run_weight(c.prompt_tokens, c.gen_tokens));
+        const BaselineSample b = run_baseline(o.baseline_cmd, c, threads, checkpoint.string(), o.timeout_s);
+        progress.done();
+        if (!b.error.empty()) {
+          cell_error = b.error;
+          errors.push_back({{"cell", cell_name(c)}, {"who", "baseline"}, {"error", b.error}});
+          break;
+        }
+        for (const auto& n : b.notes)
+          if (std::find(baseline_notes.begin(), baseline_notes.end(), n) == baseline_notes.end()) baseline_notes.push_back(n);
+        if (!warm) {
+          theirs.push_back(b.metrics);
+          baseline_log.push_back({{"adapter", b.adapter}, {"metrics", b.metrics}, {"reported_stddev", b.reported_stddev}, {"wall_s", b.wall_s}});
+        }
+      }
+    }
+    json cr = {{"prompt_tokens", c.prompt_tokens}, {"gen_tokens", c.gen_tokens}, {"pp_test", "pp " + std::to_string(c.prompt_tokens)},
+               {"tg_test", "tg " + std::to_string(c.gen_tokens)}, {"error", cell_error.empty() ? json(nullptr) : json(cell_error)}};
+    const json metrics = stats_of(ours, keys);
+    cr["metrics"] = metrics;
+    cr["runs_ttft_below_startup_noise"] = below_noise;
+    cr["runs_decode_unresolved"] = unresolved;  // every token arrived in one read: no decode time to divide by
+    cr["runs"] = run_log;
+    const double decode_bound = cost.decode_bound_tok_s(bandwidth, c.prompt_tokens, c.gen_tokens);
+    const double prefill_bound = cost.prefill_bound_tok_s(peak.gflops);
+    cr["bounds"] = {{"decode_tok_s", decode_bound}, {"prefill_tok_s", prefill_bound},
+                    {"tg_tok_s", decode_bound}, {"pp_tok_s", prefill_bound}};
+    cr["fraction_of_bound"] = {{"decode", finite_or_null(mean_of(metrics, "decode_tok_s") / decode_bound)},
+                               {"prefill", finite_or_null(mean_of(metrics, "prefill_tok_s") / prefill_bound)}};
+    if (with_baseline) {
+      std::vector<std::string> bkeys;
+      for (const auto& run : theirs)
+        for (const auto& [k, v] : run)
+          if (std::find(bkeys.begin(), bkeys.end(), k) == bkeys.end()) bkeys.push_back(k);
+      const json bstats = stats_of(theirs, bkeys);
+      json ratio = json::object();
+      for (const std::string& k : keys) {
+        const double ours_mean = mean_of(metrics, k), theirs_mean = mean_of(bstats, k);
+        if (std::isfinite(ours_mean) && std::isfinite(theirs_mean) && theirs_mean > 0) ratio[k] = ours_mean / theirs_mean;
+      }
+      cr["baseline"] = {{"command", expand_baseline_command(o.baseline_cmd, c, threads, checkpoint.string())},
+                        {"adapter", baseline_log.empty() ? json(nullptr) : baseline_log.front()["adapter"]},
+                        {"metrics", bstats},
+                        {"notes", baseline_notes},
+                        {"runs", baseline_log}};
+      cr["ratio"] = ratio;
+    }
+    cell_reports.push_back(cr);
+  }
+  for (const Cell& c : skipped)
+    cell_reports.push_back({{"prompt_tokens", c.prompt_tokens}, {"gen_tokens", c.gen_tokens},
+                            {"skipped", "prompt + generated tokens = " + std::to_string(c.prompt_tokens + c.gen_tokens) +
+                                            " exceeds the engine's max_context of " + std::to_string(max_context)}});
+
+  // 4. llama-bench-style rows: "pp P" from the cell (P, shortest generation), "tg N" from the cell (shortest prompt, N).
+  json llama_rows = json::array();
+  auto find_cell = [&](int p, int g) -> const json* {
+    for (const json& cr : cell_reports)
+      if (cr["prompt_tokens"] == p && cr["gen_tokens"] == g && !cr.contains("skipped")) return &cr;
+    return nullptr;
+  };
+  auto add_row = [&](const std::string& test, const json* cr, const char* metric) {
+    if (!cr) return;
+    json row = {{"test", test}, {"cell", {(*cr)["prompt_tokens"], (*cr)["gen_tokens"]}}, {"tok_s", (*cr)["metrics"][metric]},
+                {"bound_tok_s", (*cr)["bounds"][metric]}};
+    const double m = mean_of((*cr)["metrics"], metric);
+    row["fraction_of_bound"] = finite_or_null(m / (*cr)["bounds"][metric].get<double>());
+    if (cr->contains("baseline")) {
+      row["baseline_tok_s"] = (*cr)["baseline"]["metrics"].value(metric, json(nullptr));
+      row["ratio"] = (*cr)["ratio"].value(metric, json(nullptr));
+    }
+    llama_rows.push_back(row);
+  };
+  for (int p : o.matrix.prompts) {
+    const json* best = nullptr;
+    for (int g : o.matrix.gens)
+      if (!best) best = find_cell(p, g);
+    add_row("pp " + std::to_string(p), best, "pp_tok_s");
+  }
+  for (int g : o.matrix.gens) {
+    const json* best = nullptr;
+    for (int p : o.matrix.prompts)
+      if (!best) best = find_cell(p, g);
+    add_row("tg " + std::to_string(g), best, "tg_tok_s");
+  }
+
+  // 5. Supplementary runs.
+  json supplementary = json::object();
+  supplementary["batch_scaling"] = {
+      {"available", false},
+      {"batch_sizes", {1, 2, 4, 8}},
+      {"reason", "not available: the engine CLI runs one request at a time (max_batch 1 in components/engine/cli.h)"}};
+  if (chunk_study) {
+    json rows = json::array();
+    for (int chunk : chunks) {
+      std::vector<std::map<std::string, double>> runs;
+      std::string error;
+      const std::string label = chunk == 0 ? (compiled_chunk > 0 ? "engine default (" + std::to_string(compiled_chunk) + ")" : "none")
+                                           : std::to_string(chunk);
+      for (int i = 0; i < o.warmup + o.runs; ++i) {
+        const bool warm = i < o.warmup;
+        progress.line("chunked prefill p=" + std::to_string(chunk_prompt) + " chunk " + label + " " +
+                          (warm ? "warm-up" : "run " + std::to_string(i - o.warmup + 1) + "/" + std::to_string(o.runs)),
+                      run_weight(chunk_prompt, 1));
+        const EngineRun r = runner.run(chunk_prompt, 1, chunk);
+        progress.done();
+        if (!r.error.empty()) {
+          error = r.error;
+          errors.push_back({{"cell", "chunked prefill " + label}, {"who", "ours"}, {"command", r.command}, {"error", r.error}});
+          break;
+        }
+        if (!warm) {
+          const double ttft_s = std::max(0.0, r.arrivals_s.front() - startup_s);
+          runs.push_back({{"ttft_ms", ttft_s * 1e3}, {"peak_rss_mb", double(r.peak_rss_kb) / 1024.0},
+                          {"prefill_tok_s", ttft_s > 0 ? chunk_prompt / ttft_s : kNaN}});
+        }
+      }
+      rows.push_back({{"chunk", chunk}, {"label", label}, {"metrics", stats_of(runs, {"ttft_ms", "prefill_tok_s", "peak_rss_mb"})},
+                      {"error", error.empty() ? json(nullptr) : json(error)}});
+    }
+    supplementary["chunked_prefill"] = {{"prompt_tokens", chunk_prompt}, {"rows", rows}};
+  } else {
+    supplementary["chunked_prefill"] = nullptr;
+  }
+
+  const platform::CpuInfo cpu = platform::detect_cpu();
+  json report;
+  report["format"] = "metainfer-bench/1";
+  report["engine"] = {{"dir", fs::absolute(engine.dir).string()},
+                      {"name", engine.name},
+                      {"binary", engine.binary.string()},
+                      {"kernel_level", plan.at("platform").value("kernel_level", "")},
+                      {"max_context", max_context},
+                      {"chunked_prefill", compiled_chunk},
+                      {"verification", verification_state(engine.dir)}};
+  report["model"] = cost.to_json();
+  report["model"]["path"] = checkpoint.string();
+  report["model"]["architecture"] = plan.at("model").value("architecture", "");
+  report["machine"] = {{"cpu", cpu.brand}, {"allowed_cpus", cpu.allowed_cpus}, {"features", cpu.feature_names()}};
+  report["limits"] = limits.to_json();
+  report["limits"]["prefill_peak"] = peak.to_json();
+  report["settings"] = {{"matrix", o.matrix.name},  {"prompts", o.matrix.prompts}, {"gens", o.matrix.gens},
+                        {"runs", o.runs},           {"warmup", o.warmup},         {"threads", threads},
+                        {"baseline_cmd", with_baseline ? json(o.baseline_cmd) : json(nullptr)}};
+  report["startup_ms"] = {{"best", startup_s * 1e3}, {"samples", [&] {
+                            json s = json::array();
+                            for (double v : startup_samples) s.push_back(v * 1e3);
+                            return s;
+                          }()}};
+  report["cells"] = cell_reports;
+  report["llama_bench"] = llama_rows;
+  report["supplementary"] = supplementary;
+  report["errors"] = errors;
+  report["elapsed_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
+  if (o.progress) *o.progress << "bench: done in " << report["elapsed_s"].get<double>() << " s\n" << std::flush;
+  return report;
+}
+
+}  // namespace mi::bench

@@ -1,0 +1,58 @@
+// The machine's limits, measured by the bench harness itself (README "Benchmarks"): the bounds every result is shown
+// against.
+//   read bandwidth   platform::probe_read_bandwidth: the best of several access patterns over 1..N threads on a
+//                    >= 1 GiB buffer (DRAM), and the same probe on a buffer the size of the model's working set
+//                    (for a model that fits in the caches, the caches are its bound)
+//   peak FLOP/s      every allowed CPU running a multiply-accumulate loop with enough independent accumulators to
+//                    hide the instruction latency: F32 FMA (AVX-512 when present, else AVX2 FMA) and the BF16 dot
+//                    product (_mm512_dpbf16_ps; only where AVX512_BF16 is present). Best of several passes.
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "platform/bandwidth.h"
+
+namespace mi::bench {
+
+struct PeakFlops {
+  std::string format;    // "f32_fma" | "bf16_dot"
+  std::string isa;       // "avx512" | "avx2" | "avx512_bf16"
+  int threads = 0;
+  double gflops = 0;     // all threads together, 1e9 FLOP/s (a multiply-add counts 2)
+  double gflops_1 = 0;   // one thread
+  nlohmann::json to_json() const;
+};
+
+struct MachineLimits {
+  platform::ReadBandwidth dram;                      // >= 1 GiB buffer
+  std::optional<platform::ReadBandwidth> working_set;  // buffer of the model's working set, when smaller than dram's
+  PeakFlops f32;
+  std::optional<PeakFlops> bf16;                     // only with AVX512_BF16
+  double seconds = 0;                                // how long measuring took
+
+  // The bandwidth a decode of `working_set_bytes` can at best see: the larger of the DRAM figure and the
+  // working-set figure (a working set larger than the caches measures ~DRAM anyway).
+  double decode_bandwidth_gbs() const;
+  // Peak for a prefill with weights of `dtype` ("bf16" uses the BF16 dot product where present, else F32 FMA).
+  const PeakFlops& prefill_peak(const std::string& weight_dtype) const;
+  nlohmann::json to_json() const;
+};
+
+struct LimitsOptions {
+  int threads = 0;                                    // 0: every CPU this process may use
+  std::size_t dram_bytes = std::size_t(1) << 30;      // >= 1 GiB for the bound
+  std::size_t working_set_bytes = 0;                  // 0: no working-set probe
+  int passes = 4;
+};
+
+// F32 FMA peak at `threads` threads (and one thread), best of `passes`.
+PeakFlops measure_f32_fma(int threads, int passes = 5);
+// BF16 dot-product peak; std::nullopt without AVX512_BF16.
+std::optional<PeakFlops> measure_bf16_dot(int threads, int passes = 5);
+
+MachineLimits measure_machine_limits(const LimitsOptions& options);
+
+}  // namespace mi::bench

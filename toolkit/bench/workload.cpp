@@ -1,0 +1,82 @@
+#include "bench/workload.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+
+namespace mi::bench {
+
+std::vector<Cell> Matrix::cells() const {
+  std::vector<Cell> out;
+  for (int p : prompts)
+    for (int g : gens) out.push_back({p, g});
+  return out;
+}
+
+Matrix matrix_named(const std::string& name) {
+  if (name == "paper") return {"paper", {11, 256, 1021}, {256, 1024, 2048}, 1021, {128, 256, 512}};
+  if (name == "quick") return {"quick", {11, 64}, {16, 32}, 64, {16, 32}};
+  fail("--matrix: expected paper or quick, got \"", name, "\"");
+}
+
+Matrix with_lengths(Matrix m, const std::vector<int>& prompts, const std::vector<int>& gens) {
+  for (int p : prompts)
+    if (p < 1) fail("--prompts: every prompt length must be >= 1, got ", p);
+  for (int g : gens)
+    if (g < 2) fail("--gens: every generation length must be >= 2 (TPOT needs two tokens), got ", g);
+  auto sorted = [](std::vector<int> v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+  };
+  if (!prompts.empty()) {
+    m.prompts = sorted(prompts);
+    m.chunk_prompt = m.prompts.back();
+  }
+  if (!gens.empty()) m.gens = sorted(gens);
+  return m;
+}
+
+std::vector<int> prompt_ids(int tokens, int vocab) {
+  std::vector<int> ids;
+  ids.reserve(std::size_t(std::max(0, tokens)));
+  uint64_t x = 12345;
+  for (int i = 0; i < tokens; ++i) {
+    x = (1103515245 * x + 12345) % 2147483648ull;
+    ids.push_back(int(1 + x % uint64_t(std::max(1, vocab - 1))));
+  }
+  return ids;
+}
+
+std::string join_ids(const std::vector<int>& ids) {
+  std::string s;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
+
+nlohmann::json Stat::to_json() const {
+  if (n == 0) return nullptr;
+  return {{"mean", mean}, {"stddev", stddev}, {"n", n}};
+}
+
+Stat summarize(const std::vector<double>& values) {
+  Stat s;
+  double sum = 0;
+  for (double v : values)
+    if (std::isfinite(v)) sum += v, ++s.n;
+  if (s.n == 0) return s;
+  s.mean = sum / s.n;
+  if (s.n > 1) {
+    double sq = 0;
+    for (double v : values)
+      if (std::isfinite(v)) sq += (v - s.mean) * (v - s.mean);
+    s.stddev = std::sqrt(sq / (s.n - 1));
+  }
+  return s;
+}
+
+}  // namespace mi::bench
