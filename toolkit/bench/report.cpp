@@ -32,6 +32,8 @@ std::string num(const json& v) { return v.is_number() ? format_number(v.get<doub
 
 std::string mib(double bytes) { return format_number(bytes / (1024.0 * 1024.0)) + " MiB"; }
 
+std::string threads(const json& n) { return std::to_string(n.get<int>()) + (n.get<int>() == 1 ? " thread" : " threads"); }
+
 }  // namespace
 
 std::string format_number(double v) {
@@ -72,11 +74,11 @@ std::string to_markdown(const json& r) {
   const json& bw = l["read_bandwidth"];
   md << "| read bandwidth (DRAM) | " << format_number(bw["best_gbs"].get<double>()) << " GB/s | best of "
      << bw["samples"].size() << " (pattern, threads) points on " << mib(bw["bytes"].get<double>()) << ", " << bw["isa"].get<std::string>()
-     << " loads; best: " << bw["best_pattern"].get<std::string>() << " at " << bw["best_threads"] << " threads |\n";
+     << " loads; best: " << bw["best_pattern"].get<std::string>() << " at " << threads(bw["best_threads"]) << " |\n";
   if (l["working_set_bandwidth"].is_object()) {
     const json& ws = l["working_set_bandwidth"];
     md << "| read bandwidth (model working set) | " << format_number(ws["best_gbs"].get<double>()) << " GB/s | the same probe on "
-       << mib(ws["bytes"].get<double>()) << "; best: " << ws["best_pattern"].get<std::string>() << " at " << ws["best_threads"] << " threads |\n";
+       << mib(ws["bytes"].get<double>()) << "; best: " << ws["best_pattern"].get<std::string>() << " at " << threads(ws["best_threads"]) << " |\n";
   }
   md << "| decode bandwidth bound | " << format_number(l["decode_bandwidth_gbs"].get<double>()) << " GB/s | the larger of the two |\n";
   for (const char* f : {"f32_fma", "bf16_dot"}) {
@@ -85,7 +87,7 @@ std::string to_markdown(const json& r) {
       md << "| " << f << " peak | — | not present on this CPU |\n";
       continue;
     }
-    md << "| " << f << " peak | " << format_number(p["gflops"].get<double>()) << " GFLOP/s | " << p["threads"] << " threads, "
+    md << "| " << f << " peak | " << format_number(p["gflops"].get<double>()) << " GFLOP/s | " << threads(p["threads"]) << ", "
        << p["isa"].get<std::string>() << " (1 thread: " << format_number(p["gflops_1_thread"].get<double>()) << ") |\n";
   }
   md << "| prefill FLOP/s bound | " << format_number(l["prefill_peak"]["gflops"].get<double>()) << " GFLOP/s | "
