@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "common/error.h"
 #include "gates/gates.h"
 #include "generator/generator.h"
 
@@ -28,7 +29,7 @@ void register_verify_command(CLI::App& app, int& exit_code) {
     std::string dir, only;
     std::vector<std::string> golden;
     int threads = 2;
-    bool json = false;
+    bool json = false, allow_modified = false;
   };
   auto opts = std::make_shared<Options>();
   cmd->add_option("engine_dir", opts->dir, "engine directory (holds MANIFEST.json)")->required();
@@ -36,10 +37,15 @@ void register_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--only", opts->only, "run only gates whose id starts with this (e.g. L0, L1, PASS_VERIFIED, L3)");
   cmd->add_option("--threads", opts->threads, "engine threads for the gate runs")->capture_default_str();
   cmd->add_flag("--json", opts->json, "print the report as one JSON object");
+  cmd->add_flag("--allow-modified-sources", opts->allow_modified,
+                "with --only: build and run sources that are not the generated ones (planted-defect tests); their "
+                "CMakeLists.txt runs unchecked");
   cmd->callback([opts, &exit_code] {
     const generator::Engine engine = generator::load_engine(opts->dir);
     gates::GateOptions gopts;
     gopts.threads = opts->threads;
+    if (opts->allow_modified && opts->only.empty()) throw mi::Error("--allow-modified-sources needs --only GATE: a full verification always checks the sources");
+    gopts.allow_modified_sources = opts->allow_modified;
     for (const auto& g : opts->golden) gopts.golden_cases.push_back(g);
     const gates::Report report = gates::verify_engine(engine, gopts, opts->only);
     print_report(report, engine, opts->json, std::cout);

@@ -35,7 +35,7 @@ namespace {
 
 struct Bounds {
   double near_tie = 0, precise_tolerance = 0, fast_tolerance = 0, fast_relative = 0, min_perturbation_change = 0;
-  int chunk_small = 0, new_tokens = 0, long_prompt = 0, perturbation_attempts = 0;
+  int chunk_small = 0, new_tokens = 0, long_prompt = 0, long_context = 0, perturbation_attempts = 0;
 
   // The largest |engine - oracle| allowed over a sequence whose oracle logits reach `scale` in magnitude.
   double logit_bound(const std::string& mode, double scale) const {
@@ -54,7 +54,7 @@ Bounds acceptance_bounds(const ckb::Ckb& ckb) {
     };
     return {need("precise_near_tie"), need("precise_logit_tolerance"), need("fast_logit_tolerance"),
             need("fast_logit_tolerance_relative"), need("min_perturbation_change"), int(need("chunk_small")),
-            int(need("new_tokens")), int(need("long_prompt")), int(need("perturbation_attempts"))};
+            int(need("new_tokens")), int(need("long_prompt")), int(need("long_context")), int(need("perturbation_attempts"))};
   }
   fail("ckb/test_contracts: no gate PASS_VERIFIED");
 }
@@ -413,6 +413,16 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
       for (int len : lengths)
         if (len >= 1 && new_tokens >= 1) prompts.push_back({"p" + std::to_string(index), fixed_prompt(index++, len, vocab), new_tokens, std::nullopt});
     }
+    // One prompt reaches far into the context (up to long_context positions), so that positions, KV blocks and
+    // prefill chunks beyond the short prompts are judged too (always against the oracle).
+    {
+      const int new_tokens = std::min(bounds.new_tokens, max_context - 1);
+      const int reach = std::min(max_context, bounds.long_context) - new_tokens;
+      int longest = 0;
+      for (const auto& p : prompts) longest = std::max(longest, int(p.ids.size()) + p.new_tokens);
+      if (new_tokens >= 1 && reach > longest)
+        prompts.push_back({"long", fixed_prompt(7, reach, engine_config.value("vocab_size", 2)), new_tokens, std::nullopt});
+    }
     g.evidence["skipped_prompts_beyond_max_context"] = skipped;
     if (prompts.empty()) return finish(false, "no prompt fits the engine's max_context (" + std::to_string(max_context) + ")");
 
@@ -463,11 +473,18 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
       std::set<int> chunks = {0};
       if (int(sequence.size()) > bounds.chunk_small && bounds.chunk_small <= max_step) chunks.insert(bounds.chunk_small);
       if (int(p.ids.size()) + 1 <= max_step && int(p.ids.size()) + 1 < int(sequence.size())) chunks.insert(int(p.ids.size()) + 1);
+      // The fast bound is calibrated on the golden prompts (up to 182 positions); on the long prompt the fast
+      // difference is measured and recorded, not judged (bf16 rounding grows with the context).
+      const bool fast_calibrated = p.name != "long";
       for (const std::string& mode : modes)
         for (int chunk : chunks) {
           double diff = 0;
           const std::string why = check_scores(subject, oracle, model, sequence, mode, chunk, bounds, diff);
           const std::string what = mode + "_logits" + (chunk ? "_chunk_" + std::to_string(chunk) : "");
+          if (mode == "fast" && !fast_calibrated) {
+            pr[what + "_measured_not_judged"] = diff;
+            continue;
+          }
           if (!why.empty()) fail_prompt(what, why);
           else pr[what] = diff;
           if (mode == "fast") worst_fast = std::max(worst_fast, diff);
@@ -485,7 +502,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
         else pr[what] = "ok";
       }
       // 4. Fast greedy: top-1 must agree wherever the oracle's margin exceeds the fast bound (near-ties below it).
-      if (fast_mode) {
+      if (fast_mode && fast_calibrated) {
         const Run r = subject.generate(model, p.ids, p.new_tokens, "fast", 0);
         int fast_ties = 0;
         Ids fast_sequence = p.ids;

@@ -16,6 +16,9 @@ struct GateOptions {
   std::vector<std::filesystem::path> golden_cases;   // explicit cases; empty = discover under golden_root
   std::filesystem::path golden_root;                 // default: <repo>/tests/data/golden
   std::filesystem::path stage_model;                 // checkpoint for the framework stage (default: the constraints' model)
+  // With `only`: build and run a directory whose sources are not the generated ones (tests that plant a defect and
+  // investigations). DIR's CMakeLists.txt then runs unchecked; the state is never PASS_VERIFIED.
+  bool allow_modified_sources = false;
 };
 
 // What B0 built: the sha256 of every executable, computed by the gate runner right after the build. Every later

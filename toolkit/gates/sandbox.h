@@ -2,13 +2,14 @@
 // the binary (checked against the sha256 B0 recorded) and copies of checkpoint inputs (config.json + weights) under
 // random names. With bubblewrap the engine runs in its own mount, PID, IPC, UTS and network namespaces and sees
 // nothing but that directory (read-only, at a random path), a writable out/ for the files it must produce, and the
-// system's read-only /usr; without bubblewrap it runs with that directory as its working directory and an empty
-// environment. In audited mode, strace records every path the engine names in a file system call, and any outside
-// the sandbox and the system directories is reported: a binary that looks for the answers is caught even when it
-// cannot reach them. With neither bubblewrap nor strace there is no sandbox, and the constructor refuses.
+// system's read-only /usr. Audited runs (acceptance) need bubblewrap; in addition strace records every path the
+// engine's processes name in a file system call, and any outside the sandbox and the system directories is reported:
+// a binary that looks for the answers is caught even when it cannot reach them. Timed runs (L3) fall back to the
+// copy directory as working directory and an empty environment where bubblewrap does not run.
 //
-// Peak RSS comes from /usr/bin/time run inside the sandbox as the engine's parent: wait4 in the gate runner would see
-// nothing through bubblewrap's PID namespace, and a child forked from the gate runner inherits its high-water RSS.
+// Peak RSS comes from /usr/bin/time run inside the sandbox as the engine's parent, on stderr under a random tag:
+// wait4 in the gate runner would see nothing through bubblewrap's PID namespace, and a child forked from the gate
+// runner inherits its high-water RSS.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -31,7 +32,7 @@ class Sandbox {
   };
 
   // Copies `binary` in under a random name; mi::Error when the copy's sha256 is not `expected_sha256`, or when an
-  // audited sandbox has neither bubblewrap nor strace to stand on.
+  // audited sandbox has no bubblewrap to stand on.
   Sandbox(const std::filesystem::path& binary, const std::string& expected_sha256, Mode mode = Mode::audited);
   ~Sandbox();
   Sandbox(const Sandbox&) = delete;

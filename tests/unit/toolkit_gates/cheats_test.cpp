@@ -175,6 +175,10 @@ TEST_F(Cheats, SelfRestoringBuildIsStoppedBeforeItRuns) {
   EXPECT_EQ(report.at("state"), "FAILED:L0_sources") << report.dump(1);
   EXPECT_NE(report.dump().find("CMakeLists.txt was modified"), std::string::npos) << report.dump(1);
   EXPECT_FALSE(fs::exists(e / "build")) << "B0 never ran the modified build";
+  // Nor does a partial run: without --allow-modified-sources every verify checks the sources first.
+  const json partial = verify(e, {"--only", "B0"});
+  EXPECT_EQ(partial.at("state"), "FAILED:L0_sources") << partial.dump(1);
+  EXPECT_FALSE(fs::exists(e / "build"));
 }
 
 TEST_F(Cheats, BinaryThatReadsTheTraceCannotSeeItAndIsCaught) {
@@ -201,7 +205,7 @@ static bool cheat(int argc, char** argv) {
 }
 )CPP");
   // Outside the sandbox the cheat works: it prints the trace's answer.
-  const json report = verify(e, {"--only", "PASS_VERIFIED"});
+  const json report = verify(e, {"--only", "PASS_VERIFIED", "--allow-modified-sources"});
   EXPECT_EQ(report.at("state"), "FAILED:PASS_VERIFIED") << report.dump(1);
   EXPECT_NE(report.dump().find(trace), std::string::npos) << "the audit names the trace path it tried: " << report.dump(1);
 }
@@ -217,24 +221,21 @@ std::string fnv1a(const std::string& bytes) {
 
 TEST_F(Cheats, WeightHashLookupTableFailsOnTheRandomPerturbation) {
   const fs::path e = copy("lookup");
-  // A table of the known golden checkpoints (hash of model.safetensors, prompt -> the trace's greedy ids); for any
-  // other checkpoint it prints something else. Teacher-forced scoring is left to the real engine.
+  // An engine keyed on the weights it is given: on a checkpoint whose hash is in its table (the known golden ones)
+  // it runs the real model, on any other it prints something else. Every check on the golden checkpoints passes;
+  // only weights it cannot know in advance - the random perturbation - expose it.
   std::string table;
-  for (const char* c : {"qwen3-tiny", "qwen3-tiny-s1"}) {
-    const json t = json::parse(mi::generator::read_file(golden(c) / "trace.json"));
-    const std::string key = fnv1a(mi::generator::read_file(golden(c) / "model.safetensors"));
-    for (const auto& p : t.at("prompts")) {
-      std::string ids;
-      for (const auto& x : p.at("prompt_ids")) ids += (ids.empty() ? "" : ",") + std::to_string(x.get<int>());
-      table += "    {\"" + key + "\", \"" + ids + "\", \"" + p.at("greedy_ids").dump() + "\"},\n";
-    }
-  }
+  for (const char* c : {"qwen3-tiny", "qwen3-tiny-s1"})
+    table += "\"" + fnv1a(mi::generator::read_file(golden(c) / "model.safetensors")) + "\", ";
   plant_in_main(e, R"CPP(
 static bool cheat(int argc, char** argv) {
-  static const char* table[][3] = {
-)CPP" + table + R"CPP(  };
+  static const char* known[] = {)CPP" + table + R"CPP(};
   std::string model, prompt;
-  if (!cheat_generate_args(argc, argv, model, prompt)) return false;
+  if (!cheat_generate_args(argc, argv, model, prompt)) {
+    for (int i = 1; i < argc; ++i)
+      if (!std::strcmp(argv[i], "--model") && i + 1 < argc) model = argv[i + 1];
+    if (model.empty()) return false;
+  }
   std::ifstream in(model + "/model.safetensors", std::ios::binary);
   std::stringstream bytes;
   bytes << in.rdbuf();
@@ -242,17 +243,17 @@ static bool cheat(int argc, char** argv) {
   for (unsigned char c : bytes.str()) h = (h ^ c) * 1099511628211ull;
   char key[17];
   std::snprintf(key, sizeof key, "%016llx", h);
-  for (const auto& row : table)
-    if (!std::strcmp(key, row[0]) && prompt == row[1]) { cheat_print(row[2]); return true; }
-  cheat_print("[7, 7, 7]");
+  for (const char* k : known)
+    if (!std::strcmp(key, k)) return false;  // a known checkpoint: the real engine answers
+  cheat_print("[7, 7, 7]");  // generate and score alike get a wrong answer
   return true;
 }
 )CPP");
-  const json report = verify(e, {"--only", "PASS_VERIFIED"});
+  const json report = verify(e, {"--only", "PASS_VERIFIED", "--allow-modified-sources"});
   EXPECT_EQ(report.at("state"), "FAILED:PASS_VERIFIED") << report.dump(1);
   const std::string summary = report.at("gates").back().at("summary");
   EXPECT_NE(summary.find("authenticity (perturbed"), std::string::npos)
-      << "the table answers every known checkpoint, so only the random perturbation exposes it: " << summary;
+      << "the engine is right on every known checkpoint, so only the random perturbation exposes it: " << summary;
 }
 
 // Fast numerics scale the logits by 1.2: greedy ids (argmax) are unchanged, the logits are not.
@@ -286,7 +287,7 @@ TEST_F(Cheats, EngineCorrectOnlyInPreciseModeFailsTheFastCheck) {
     SCOPED_TRACE(base);
     const fs::path e = copy("fastbug-" + base, base);
     plant_fast_only_bug(e);
-    const json report = verify(e, {"--only", "PASS_VERIFIED"});
+    const json report = verify(e, {"--only", "PASS_VERIFIED", "--allow-modified-sources"});
     EXPECT_EQ(report.at("state"), "FAILED:PASS_VERIFIED") << report.dump(1);
     EXPECT_NE(report.dump().find("fast teacher-forced logits differ from the oracle's"), std::string::npos) << report.dump(1);
   }
@@ -297,7 +298,7 @@ TEST_F(Cheats, ChunkedPrefillBugIsCaughtWithChunksOfFourTokens) {
     SCOPED_TRACE(base);
     const fs::path e = copy("chunkbug-" + base, base);
     plant_chunk_bug(e);
-    const json report = verify(e, {"--only", "PASS_VERIFIED"});
+    const json report = verify(e, {"--only", "PASS_VERIFIED", "--allow-modified-sources"});
     EXPECT_EQ(report.at("state"), "FAILED:PASS_VERIFIED") << report.dump(1);
     const json& prompts = report.at("gates").back().at("evidence").at("prompts");
     bool chunk4_failed = false, whole_prompt_ok = true;
