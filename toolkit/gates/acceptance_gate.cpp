@@ -7,6 +7,7 @@
 // authenticity checks no answer table can pass: a randomly perturbed copy of the checkpoint and a second checkpoint
 // of the same shape with fresh weights must each give the oracle's (or their own trace's) output.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -191,8 +192,15 @@ class Subject {
         const json result = process::last_json_line(r.result.out);  // named: a range-for over a temporary's member dangles
         run.ids = result.at("output_ids").get<Ids>();
       } else {
-        std::istringstream in(r.result.out);
-        for (std::string id; std::getline(in, id, ',');) run.ids.push_back(std::stoi(id));
+        std::string text = r.result.out;
+        while (!text.empty() && text.back() == '\n') text.pop_back();
+        std::istringstream in(text);
+        for (std::string id; std::getline(in, id, ',');) {
+          std::size_t used = 0;
+          run.ids.push_back(std::stoi(id, &used));
+          if (used != id.size() || id.empty() || !std::isdigit(static_cast<unsigned char>(id[0])))
+            throw std::invalid_argument("'" + id + "' is not a token id");
+        }
       }
       run.ok = true;
     } catch (const std::exception& e) {

@@ -15,8 +15,6 @@
 
 #include "common/error.h"
 
-extern char** environ;
-
 namespace mi::process {
 namespace {
 
@@ -41,48 +39,13 @@ RunResult run_streaming(const std::vector<std::string>& argv, const OutputCallba
     fail("run_streaming: SO_TIMESTAMPNS failed: ", std::strerror(errno));
   (void)setsockopt(out_sock[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);  // capped by the kernel; best effort
 
-  std::vector<std::string> env_strings;
-  for (char** e = environ; !options.clear_env && *e; ++e) {
-    const std::string kv = *e;
-    if (!options.env.count(kv.substr(0, kv.find('=')))) env_strings.push_back(kv);
-  }
-  for (const auto& [k, v] : options.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
-
   const auto start = std::chrono::steady_clock::now();
   const double start_real = realtime_s();
-  const pid_t pid = fork();
-  if (pid < 0) fail("run_streaming: fork failed: ", std::strerror(errno));
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(in_pipe[0], 0);
-    dup2(out_sock[1], 1);
-    dup2(options.merge_stderr ? out_sock[1] : err_pipe[1], 2);
-    if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) _exit(126);
-    execvpe(args[0], args.data(), envp.data());
-    const std::string msg = std::string("exec failed: ") + args[0] + ": " + std::strerror(errno) + "\n";
-    (void)!write(2, msg.data(), msg.size());
-    _exit(127);
-  }
-  setpgid(pid, pid);
+  const pid_t pid = spawn(argv, options, in_pipe[0], out_sock[1], options.merge_stderr ? out_sock[1] : err_pipe[1]);
   close(out_sock[1]);
   close(err_pipe[1]);
   close(in_pipe[0]);
-  if (!options.stdin_data.empty()) {
-    signal(SIGPIPE, SIG_IGN);
-    std::size_t written = 0;
-    while (written < options.stdin_data.size()) {
-      const ssize_t n = write(in_pipe[1], options.stdin_data.data() + written, options.stdin_data.size() - written);
-      if (n <= 0) break;
-      written += std::size_t(n);
-    }
-  }
-  close(in_pipe[1]);
+  feed_stdin(in_pipe[1], options.stdin_data);
 
   pollfd fds[2] = {{out_sock[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   int open_fds = 2;
@@ -141,14 +104,7 @@ RunResult run_streaming(const std::vector<std::string>& argv, const OutputCallba
   }
   for (auto& f : fds)
     if (f.fd >= 0) close(f.fd);
-  int status = 0;
-  rusage usage{};
-  while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
-  }
-  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.peak_rss_kb = usage.ru_maxrss;
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  reap(pid, result, start);
   return result;
 }
 

@@ -18,20 +18,12 @@ extern char** environ;
 
 namespace mi::process {
 
-RunResult run(const std::vector<std::string>& argv, const RunOptions& options) {
+int spawn(const std::vector<std::string>& argv, const RunOptions& options, int in_fd, int out_fd, int err_fd) {
   if (argv.empty()) fail("run: empty command");
-  RunResult result;
-  for (const auto& a : argv) result.command += (result.command.empty() ? "" : " ") + a;
-
-  int out_pipe[2], err_pipe[2], in_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC) || pipe2(in_pipe, O_CLOEXEC))
-    fail("run: pipe failed: ", std::strerror(errno));
-
   std::vector<std::string> env_strings;
   for (char** e = environ; !options.clear_env && *e; ++e) {
     const std::string kv = *e;
-    const std::string key = kv.substr(0, kv.find('='));
-    if (!options.env.count(key)) env_strings.push_back(kv);
+    if (!options.env.count(kv.substr(0, kv.find('=')))) env_strings.push_back(kv);
   }
   for (const auto& [k, v] : options.env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp, args;
@@ -41,14 +33,13 @@ RunResult run(const std::vector<std::string>& argv, const RunOptions& options) {
   for (auto& s : argv_copy) args.push_back(s.data());
   args.push_back(nullptr);
 
-  const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork();
   if (pid < 0) fail("run: fork failed: ", std::strerror(errno));
   if (pid == 0) {
     setpgid(0, 0);  // own process group, so a timeout kills the child's children too
-    dup2(in_pipe[0], 0);
-    dup2(out_pipe[1], 1);
-    dup2(options.merge_stderr ? out_pipe[1] : err_pipe[1], 2);
+    dup2(in_fd, 0);
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
     if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) _exit(126);
     execvpe(args[0], args.data(), envp.data());
     const std::string msg = std::string("exec failed: ") + args[0] + ": " + std::strerror(errno) + "\n";
@@ -56,20 +47,48 @@ RunResult run(const std::vector<std::string>& argv, const RunOptions& options) {
     _exit(127);
   }
   setpgid(pid, pid);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  close(in_pipe[0]);
-  if (!options.stdin_data.empty()) {
+  return pid;
+}
+
+void feed_stdin(int fd, const std::string& data) {
+  if (!data.empty()) {
     signal(SIGPIPE, SIG_IGN);
     std::size_t written = 0;
-    while (written < options.stdin_data.size()) {
-      const ssize_t n = write(in_pipe[1], options.stdin_data.data() + written, options.stdin_data.size() - written);
+    while (written < data.size()) {
+      const ssize_t n = write(fd, data.data() + written, data.size() - written);
       if (n <= 0) break;
       written += std::size_t(n);
     }
   }
-  close(in_pipe[1]);
+  close(fd);
+}
 
+void reap(int pid, RunResult& result, std::chrono::steady_clock::time_point start) {
+  int status = 0;
+  rusage usage{};
+  while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
+  }
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.peak_rss_kb = usage.ru_maxrss;
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+}
+
+RunResult run(const std::vector<std::string>& argv, const RunOptions& options) {
+  if (argv.empty()) fail("run: empty command");
+  RunResult result;
+  for (const auto& a : argv) result.command += (result.command.empty() ? "" : " ") + a;
+
+  int out_pipe[2], err_pipe[2], in_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC) || pipe2(in_pipe, O_CLOEXEC))
+    fail("run: pipe failed: ", std::strerror(errno));
+
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = spawn(argv, options, in_pipe[0], out_pipe[1], options.merge_stderr ? out_pipe[1] : err_pipe[1]);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  close(in_pipe[0]);
+  feed_stdin(in_pipe[1], options.stdin_data);
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   int open_fds = 2;
   char buffer[65536];
@@ -96,14 +115,7 @@ RunResult run(const std::vector<std::string>& argv, const RunOptions& options) {
   }
   for (auto& f : fds)
     if (f.fd >= 0) close(f.fd);
-  int status = 0;
-  rusage usage{};
-  while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
-  }
-  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.peak_rss_kb = usage.ru_maxrss;
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  reap(pid, result, start);
   return result;
 }
 

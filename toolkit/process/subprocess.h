@@ -1,6 +1,7 @@
 // Running a child process the way gates must: argv (no shell), captured stdout and stderr, a wall-clock timeout
 // that kills the whole process group, the exit status, and the child's peak RSS (wait4 rusage).
 #pragma once
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -29,6 +30,15 @@ struct RunResult {
 };
 
 RunResult run(const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// The parts every runner shares (run, run_streaming):
+// forks a child in its own process group with stdin/stdout/stderr on the given descriptors, the working directory
+// and environment of `options`, executing argv (exit 126/127 when it cannot); returns its pid.
+int spawn(const std::vector<std::string>& argv, const RunOptions& options, int in_fd, int out_fd, int err_fd);
+// Writes options.stdin_data to `fd` (SIGPIPE ignored: a child that stops reading is not an error here), closes it.
+void feed_stdin(int fd, const std::string& data);
+// Waits for the child and fills exit_code (128 + signal when killed), peak_rss_kb and wall_s (from `start`).
+void reap(int pid, RunResult& result, std::chrono::steady_clock::time_point start);
 
 // The last non-blank line of a child's output parsed as JSON: engines and `metainfer --json` print their result
 // object last. Throws nlohmann::json::parse_error when it is not JSON.
