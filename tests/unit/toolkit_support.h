@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/safetensors.h"
+#include "io/safetensors_writer.h"
 #include "process/subprocess.h"
 
 namespace mi_test {
@@ -50,6 +52,20 @@ class TempDir {
   }
   std::filesystem::path path_;
 };
+
+// Writes `to_file`: the weights of checkpoint `from` without tensor `missing`.
+inline void write_weights_without(const std::filesystem::path& from, const std::filesystem::path& to_file,
+                                  const std::string& missing) {
+  const auto store = mi::io::WeightStore::open(from);
+  std::vector<mi::io::TensorToWrite> tensors;
+  for (const auto& n : store.names()) {
+    if (n == missing) continue;
+    const auto& t = store.get(n);
+    tensors.push_back({n, t.dtype, t.shape, t.data, t.nbytes});
+  }
+  std::filesystem::create_directories(to_file.parent_path());
+  mi::io::write_safetensors(to_file, tensors);
+}
 
 inline void write_text(const std::filesystem::path& p, const std::string& text) {
   std::filesystem::create_directories(p.parent_path());

@@ -11,6 +11,7 @@
 #include "gates/sandbox.h"
 #include "generator/manifest.h"
 #include "process/streaming.h"
+#include "prompts/token_prompts.h"
 
 namespace mi::bench {
 namespace fs = std::filesystem;
@@ -53,7 +54,7 @@ EngineRunner::~EngineRunner() {
 
 EngineRun EngineRunner::run(int prompt_tokens, int gen_tokens, int prefill_chunk) const {
   std::vector<std::string> argv = {binary_.string(), "generate", "--model", view_.string(), "--prompt-ids",
-                                   join_ids(prompt_ids(prompt_tokens, vocab_)), "--max-new-tokens",
+                                   prompts::ids_text(prompts::golden_prompt(0, prompt_tokens, vocab_)), "--max-new-tokens",
                                    std::to_string(gen_tokens), "--threads", std::to_string(threads_)};
   if (prefill_chunk > 0) argv.insert(argv.end(), {"--prefill-chunk", std::to_string(prefill_chunk)});
   IdStreamClock clock;

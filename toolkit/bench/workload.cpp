@@ -38,25 +38,6 @@ Matrix with_lengths(Matrix m, const std::vector<int>& prompts, const std::vector
   return m;
 }
 
-std::vector<int> prompt_ids(int tokens, int vocab) {
-  std::vector<int> ids;
-  ids.reserve(std::size_t(std::max(0, tokens)));
-  uint64_t x = 12345;
-  for (int i = 0; i < tokens; ++i) {
-    x = (1103515245 * x + 12345) % 2147483648ull;
-    ids.push_back(int(1 + x % uint64_t(std::max(1, vocab - 1))));
-  }
-  return ids;
-}
-
-std::string join_ids(const std::vector<int>& ids) {
-  std::string s;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(ids[i]);
-  }
-  return s;
-}
 
 nlohmann::json Stat::to_json() const {
   if (n == 0) return nullptr;

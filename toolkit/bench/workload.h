@@ -33,10 +33,6 @@ Matrix matrix_named(const std::string& name);
 // < 1 or a generation length < 2 (TPOT needs two tokens).
 Matrix with_lengths(Matrix m, const std::vector<int>& prompts, const std::vector<int>& gens);
 
-// Deterministic prompt ids in [1, vocab): a linear congruential sequence, the same for every run and every engine.
-std::vector<int> prompt_ids(int tokens, int vocab);
-std::string join_ids(const std::vector<int>& ids);
-
 // Mean and sample standard deviation (n - 1; 0 for n < 2) of the finite values; n counts them.
 struct Stat {
   double mean = 0, stddev = 0;

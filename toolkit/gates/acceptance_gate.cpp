@@ -26,6 +26,7 @@
 #include "io/model_config.h"
 #include "oracle/reference_forward.h"
 #include "process/subprocess.h"
+#include "prompts/token_prompts.h"
 
 namespace mi::gates {
 namespace fs = std::filesystem;
@@ -46,36 +47,14 @@ struct Bounds {
 };
 
 Bounds acceptance_bounds(const ckb::Ckb& ckb) {
-  for (const auto& g : ckb.gates) {
-    if (g.id != "PASS_VERIFIED") continue;
-    auto need = [&](const char* key) {
-      const auto it = g.bounds.find(key);
-      if (it == g.bounds.end()) fail(g.source.string(), ": gate PASS_VERIFIED: field 'bounds.", key, "' is missing");
-      return it->second;
-    };
-    return {need("precise_near_tie"), need("precise_logit_tolerance"), need("fast_logit_tolerance"),
-            need("fast_logit_tolerance_relative"), need("min_perturbation_change"), int(need("chunk_small")),
-            int(need("new_tokens")), int(need("long_prompt")), int(need("long_context")), int(need("perturbation_attempts"))};
-  }
-  fail("ckb/test_contracts: no gate PASS_VERIFIED");
+  auto need = [&](const char* key) { return gate_bound(ckb, "PASS_VERIFIED", key); };
+  return {need("precise_near_tie"), need("precise_logit_tolerance"), need("fast_logit_tolerance"),
+          need("fast_logit_tolerance_relative"), need("min_perturbation_change"), int(need("chunk_small")),
+          int(need("new_tokens")), int(need("long_prompt")), int(need("long_context")), int(need("perturbation_attempts"))};
 }
 
-std::string ids_text(const Ids& ids) {
-  std::string s;
-  for (int id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
-  return s;
-}
+using prompts::ids_text;
 
-// The golden traces' prompt generator (tests/data/golden/README.md): a linear congruential sequence per prompt.
-Ids fixed_prompt(int index, int length, int vocab) {
-  Ids ids;
-  uint64_t x = 12345 + uint64_t(index);
-  for (int i = 0; i < length; ++i) {
-    x = (1103515245 * x + 12345) % 2147483648ull;
-    ids.push_back(int(1 + x % uint64_t(std::max(1, vocab - 1))));
-  }
-  return ids;
-}
 
 // A golden case is used only when config.json, the weights and trace.json hash to what its golden manifest (the
 // manifest.json beside the case directory, and the repository's vendored one where it lists the case) says.
@@ -105,13 +84,6 @@ std::string verify_golden_files(const fs::path& dir) {
   return listed_in_first ? "" : "golden case " + dir.string() + " is not in its manifest";
 }
 
-bool same_shape(const json& a, const json& b) {
-  for (const char* k : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                        "num_key_value_heads", "head_dim", "tie_word_embeddings"})
-    if (a.value(k, json()) != b.value(k, json())) return false;
-  return true;
-}
-
 // The oracle's logits over a whole sequence (every position), cached per sequence for one checkpoint.
 class OracleRows {
  public:
@@ -123,11 +95,6 @@ class OracleRows {
     if (cache_.size() > 4) cache_.clear();  // vocab x positions doubles each: keep a few
     oracle::ReferenceModel::Sequence s = model_.new_sequence();
     return cache_[sequence] = model_.append(s, sequence);
-  }
-  Ids greedy(const Ids& prompt, int n) {
-    Ids out;
-    for (const auto& step : oracle::greedy(model_, prompt, n)) out.push_back(step.id);
-    return out;
   }
 
  private:
@@ -326,6 +293,11 @@ uint64_t random_seed() {
 
 }  // namespace
 
+double greedy_near_tie(const ckb::Ckb& ckb, const std::string& mode, double scale) {
+  const Bounds bounds = acceptance_bounds(ckb);
+  return mode == "fast" ? bounds.logit_bound("fast", scale) : bounds.near_tie;
+}
+
 GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& options, const BuildRecord& build) {
   GateResult g{"PASS_VERIFIED", "acceptance", "end_to_end_acceptance", false, "", {}, 0, json::object()};
   const auto start = std::chrono::steady_clock::now();
@@ -377,7 +349,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
       const json trace = read_json_file(dir / "trace.json");
       const json archs = trace.value("architectures", json::array());
       if (std::find(archs.begin(), archs.end(), architecture) != archs.end() &&
-          same_shape(io::text_config_of(read_json_file(dir / "config.json")), engine_config) && engine_accepts(dir / "config.json"))
+          engine_accepts(dir / "config.json"))
         same_shape_cases.push_back({dir, trace});
     }
     // Route: the engine's checkpoint is a golden case when its weights are byte-identical to one.
@@ -419,7 +391,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
       std::set<int> lengths = {1, std::min(10, longest), longest};
       int index = 0;
       for (int len : lengths)
-        if (len >= 1 && new_tokens >= 1) prompts.push_back({"p" + std::to_string(index), fixed_prompt(index++, len, vocab), new_tokens, std::nullopt});
+        if (len >= 1 && new_tokens >= 1) prompts.push_back({"p" + std::to_string(index), mi::prompts::golden_prompt(index++, len, vocab), new_tokens, std::nullopt});
     }
     // One prompt reaches far into the context (up to long_context positions), so that positions, KV blocks and
     // prefill chunks beyond the short prompts are judged too (always against the oracle).
@@ -429,7 +401,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
       int longest = 0;
       for (const auto& p : prompts) longest = std::max(longest, int(p.ids.size()) + p.new_tokens);
       if (new_tokens >= 1 && reach > longest)
-        prompts.push_back({"long", fixed_prompt(7, reach, engine_config.value("vocab_size", 2)), new_tokens, std::nullopt});
+        prompts.push_back({"long", mi::prompts::golden_prompt(7, reach, engine_config.value("vocab_size", 2)), new_tokens, std::nullopt});
     }
     g.evidence["skipped_prompts_beyond_max_context"] = skipped;
     if (prompts.empty()) return finish(false, "no prompt fits the engine's max_context (" + std::to_string(max_context) + ")");

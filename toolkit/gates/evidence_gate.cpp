@@ -22,6 +22,7 @@
 #include "io/safetensors.h"
 #include "oracle/reference_forward.h"
 #include "process/subprocess.h"
+#include "prompts/token_prompts.h"
 
 namespace mi::gates {
 namespace fs = std::filesystem;
@@ -29,28 +30,7 @@ using nlohmann::json;
 
 namespace {
 
-std::map<std::string, double> l3_bounds() {
-  const ckb::Ckb ckb = ckb::load(ckb::default_ckb_dir());
-  for (const auto& g : ckb.gates)
-    if (g.id == "L3_performance") return g.bounds;
-  fail("ckb/test_contracts: no gate L3_performance");
-}
 
-std::vector<int> prompt_ids(int tokens, int vocab) {
-  std::vector<int> ids;
-  uint64_t x = 12345;
-  for (int i = 0; i < tokens; ++i) {
-    x = (1103515245 * x + 12345) % 2147483648ull;
-    ids.push_back(int(1 + x % uint64_t(std::max(1, vocab - 1))));
-  }
-  return ids;
-}
-
-std::string ids_text(const std::vector<int>& ids) {
-  std::string s;
-  for (int id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
-  return s;
-}
 
 }  // namespace
 
@@ -64,14 +44,15 @@ GateResult evidence_gate(const generator::Engine& engine, const GateOptions& opt
     return g;
   };
   try {
-    const auto bounds = l3_bounds();
+    const ckb::Ckb ckb = ckb::load(ckb::default_ckb_dir());
+    auto bound = [&](const char* key) { return gate_bound(ckb, "L3_performance", key); };
     const json plan = json::parse(generator::read_file(engine.dir / "plan.json"));
     const fs::path checkpoint = engine.manifest.at("constraints").at("model").get<std::string>();
     const int vocab = plan.at("model").at("dims").value("vocab_size", 2);
     const int context = plan.at("constraints").value("max_context", 96);
-    const int prompt_tokens = std::max(2, std::min(int(bounds.at("l3_prompt")), context / 2));
-    const int new_tokens = std::max(1, std::min(int(bounds.at("l3_new_tokens")), context - prompt_tokens - 1));
-    const int repeats = std::max(1, int(bounds.at("repeats")));
+    const int prompt_tokens = std::max(2, std::min(int(bound("l3_prompt")), context / 2));
+    const int new_tokens = std::max(1, std::min(int(bound("l3_new_tokens")), context - prompt_tokens - 1));
+    const int repeats = std::max(1, int(bound("repeats")));
 
     Sandbox sandbox(engine.binary, record.binary_sha256, Sandbox::Mode::timed);
     const std::string model = sandbox.add_checkpoint(checkpoint);
@@ -81,7 +62,7 @@ GateResult evidence_gate(const generator::Engine& engine, const GateOptions& opt
     auto best_wall = [&](int prompt, int generate, std::string& error) {
       double best = std::numeric_limits<double>::infinity();
       for (int i = 0; i < repeats && error.empty(); ++i) {
-        const SandboxRun r = sandbox.run({"generate", "--model", model, "--prompt-ids", ids_text(prompt_ids(prompt, vocab)),
+        const SandboxRun r = sandbox.run({"generate", "--model", model, "--prompt-ids", prompts::ids_text(prompts::golden_prompt(0, prompt, vocab)),
                                           "--max-new-tokens", std::to_string(generate), "--threads", std::to_string(options.threads), "--json"},
                                          900);
         if (i == 0 && g.commands.size() < 3) g.commands.push_back(r.result.command);
@@ -113,26 +94,19 @@ GateResult evidence_gate(const generator::Engine& engine, const GateOptions& opt
     // The timed run computed: its ids agree with the oracle (argmax, or a near-tie within the bound of the engine's
     // default numerics, as the acceptance gate applies it).
     {
-      double near_tie = 1e-3, fast_tolerance = 0.5, fast_relative = 0.05;
-      for (const auto& gate : ckb::load(ckb::default_ckb_dir()).gates)
-        if (gate.id == "PASS_VERIFIED") {
-          near_tie = gate.bounds.at("precise_near_tie");
-          fast_tolerance = gate.bounds.at("fast_logit_tolerance");
-          fast_relative = gate.bounds.at("fast_logit_tolerance_relative");
-        }
-      const bool fast = engine.manifest.at("constraints").value("numerics", "precise") == "fast";
+      const std::string mode = engine.manifest.at("constraints").value("numerics", "precise");
       oracle::ReferenceModel reference(sandbox.host_path(model), std::max(1, options.threads));
-      std::vector<int> sequence = prompt_ids(prompt_tokens, vocab);
+      std::vector<int> sequence = prompts::golden_prompt(0, prompt_tokens, vocab);
       sequence.insert(sequence.end(), timed_ids.begin(), timed_ids.end() - 1);
       oracle::ReferenceModel::Sequence state = reference.new_sequence();
       const std::vector<double> rows = reference.append(state, sequence, prompt_tokens - 1);
       const std::size_t V = std::size_t(reference.vocab_size());
       double scale = 0;
       for (double x : rows) scale = std::max(scale, std::abs(x));
-      const double bound = fast ? std::min(fast_tolerance, fast_relative * std::max(1.0, scale)) : near_tie;
+      const double near_tie = greedy_near_tie(ckb, mode, scale);
       for (std::size_t t = 0; t < timed_ids.size(); ++t) {
         const double* row = rows.data() + t * V;
-        if (*std::max_element(row, row + V) - row[timed_ids[t]] > bound)
+        if (*std::max_element(row, row + V) - row[timed_ids[t]] > near_tie)
           return finish(false, "the timed run's token " + std::to_string(t) + " (" + std::to_string(timed_ids[t]) +
                                    ") is not the oracle's: the timing is of something else than this model");
       }

@@ -53,6 +53,14 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
 // L3: TTFT, TPOT and peak RSS measured from outside the engine, compared with the constraints' targets.
 GateResult evidence_gate(const generator::Engine& engine, const GateOptions& options, const BuildRecord& record);
 
+// A number of a gate's [gate.bounds] in ckb/test_contracts (mi::Error naming the file and field when missing).
+double gate_bound(const ckb::Ckb& ckb, const std::string& gate_id, const std::string& key);
+
+// The bound within which a greedy token counts as a near-tie of the oracle's argmax, for numerics `mode` at logit
+// scale `scale`: precise_near_tie, or in fast numerics min(fast_logit_tolerance, fast_logit_tolerance_relative x
+// max(1, scale)) (gate PASS_VERIFIED). The acceptance gate and L3 judge greedy ids with it.
+double greedy_near_tie(const ckb::Ckb& ckb, const std::string& mode, double scale);
+
 // Runs L0 sources, B0, L0 provenance, the L1 stages, PASS_VERIFIED and L3, stopping at the first failure (or only
 // `only` when given: a gate id prefix such as "PASS_VERIFIED"; B0 always runs). Writes DIR/reports/. The state is PASS_VERIFIED or
 // PASS_VERIFIED_ORACLE (the acceptance route), FAILED:<gate>, or PASSED:<only> for a partial run.

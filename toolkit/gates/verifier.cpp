@@ -1,9 +1,20 @@
 // The gate runner: gates in order, each on the real artefact; a failing gate stops the run and names the stage, the
 // command and the evidence (paper Appendix A.1: L0 sources -> build -> L0 binary -> L1 per stage -> acceptance -> L3).
 #include "gates/gates.h"
+#include "common/error.h"
 #include "generator/manifest.h"
 
 namespace mi::gates {
+
+double gate_bound(const ckb::Ckb& ckb, const std::string& gate_id, const std::string& key) {
+  for (const auto& g : ckb.gates) {
+    if (g.id != gate_id) continue;
+    const auto it = g.bounds.find(key);
+    if (it == g.bounds.end()) fail(g.source.string(), ": gate ", gate_id, ": field 'bounds.", key, "' is missing");
+    return it->second;
+  }
+  fail("ckb/test_contracts: no gate ", gate_id);
+}
 
 Report verify_engine(const generator::Engine& engine, const GateOptions& options, const std::string& only) {
   Report report;

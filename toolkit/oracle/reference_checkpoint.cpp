@@ -25,13 +25,6 @@ using nlohmann::json;
 
 namespace {
 
-template <class... Parts>
-[[noreturn]] void error(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  throw OracleError(out.str());
-}
-
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);

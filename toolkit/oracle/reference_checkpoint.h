@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -27,6 +28,14 @@ class OracleError : public std::runtime_error {
  public:
   explicit OracleError(const std::string& message) : std::runtime_error(message) {}
 };
+
+// Throws OracleError with the parts streamed together.
+template <class... Parts>
+[[noreturn]] void error(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  throw OracleError(out.str());
+}
 
 enum class StoredType { BF16, F16, F32 };
 const char* stored_type_name(StoredType t);

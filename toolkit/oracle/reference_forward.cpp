@@ -12,13 +12,6 @@ namespace mi::oracle {
 
 namespace {
 
-template <class... Parts>
-[[noreturn]] void error(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  throw OracleError(out.str());
-}
-
 // Weights of one decoder layer (pointers into the mapped checkpoint): the token mixer of its kind, then the MLP.
 // A hybrid model's Gated DeltaNet layers would add a LinearAttentionWeights member and a step function for it.
 struct AttentionWeights {  // LayerKind::FullAttention

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "platform/bandwidth.h"
 #include "platform/cpu_info.h"
+#include "prompts/token_prompts.h"
 #include "process/streaming.h"
 
 namespace {
@@ -95,10 +96,10 @@ TEST(Workload, Matrices) {
 }
 
 TEST(Workload, PromptIdsAreDeterministicAndInVocabulary) {
-  const auto a = prompt_ids(100, 512), b = prompt_ids(100, 512);
+  const auto a = mi::prompts::golden_prompt(0, 100, 512), b = mi::prompts::golden_prompt(0, 100, 512);
   EXPECT_EQ(a, b);
   for (int id : a) EXPECT_TRUE(id >= 1 && id < 512) << id;
-  EXPECT_EQ(join_ids({1, 22, 3}), "1,22,3");
+  EXPECT_EQ(mi::prompts::ids_text({1, 22, 3}), "1,22,3");
 }
 
 TEST(Workload, MeanAndSampleStddev) {

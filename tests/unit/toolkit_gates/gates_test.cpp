@@ -141,15 +141,7 @@ TEST(Gates, EngineThatPrintsAFixedTokenListFailsAuthenticity) {
 TEST(Gates, MissingWeightIsNamedBeforeAnyCompute) {
   mi_test::TempDir dir("missing");
   // A checkpoint without one tensor.
-  const auto store = mi::io::WeightStore::open(golden("qwen3-tiny"));
-  std::vector<mi::io::TensorToWrite> tensors;
-  for (const auto& n : store.names()) {
-    if (n == "model.layers.1.mlp.up_proj.weight") continue;
-    const auto& t = store.get(n);
-    tensors.push_back({n, t.dtype, t.shape, t.data, t.nbytes});
-  }
-  fs::create_directories(dir / "broken");
-  mi::io::write_safetensors(dir / "broken/model.safetensors", tensors);
+  mi_test::write_weights_without(golden("qwen3-tiny"), dir / "broken/model.safetensors", "model.layers.1.mlp.up_proj.weight");
   fs::copy_file(golden("qwen3-tiny") / "config.json", dir / "broken/config.json");
 
   const auto plan = metainfer({"plan", "--model", (dir / "broken").string()});
