@@ -2,11 +2,12 @@
 # instruction-set flags of that level, so one binary can hold several levels and pick at run time (toolkit tests),
 # while a generated engine copies and compiles only the level its constraints chose.
 # The CKB platform entries (ckb/platforms/*.toml) name the same levels and flags; keep them in sync.
-set(MI_KERNEL_LEVELS scalar avx2 avx512 avx512bf16)
+set(MI_KERNEL_LEVELS scalar avx2 avx512 avx512bf16 amx)
 set(MI_KERNEL_FLAGS_scalar "")
 set(MI_KERNEL_FLAGS_avx2 "-mavx2;-mfma;-mf16c")
 set(MI_KERNEL_FLAGS_avx512 "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq")
 set(MI_KERNEL_FLAGS_avx512bf16 "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512bf16")
+set(MI_KERNEL_FLAGS_amx "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512bf16;-mamx-tile;-mamx-bf16")
 
 function(mi_add_kernel_levels target kernels_dir)
   file(GLOB common_sources CONFIGURE_DEPENDS ${kernels_dir}/*.cpp)

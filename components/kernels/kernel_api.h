@@ -48,5 +48,5 @@
 
 namespace mi::kernels {
 // Instruction-set levels, as named in ckb/platforms and in a constraints file's platform.
-enum class Level { scalar, avx2, avx512, avx512bf16 };
+enum class Level { scalar, avx2, avx512, avx512bf16, amx };
 }  // namespace mi::kernels

@@ -26,7 +26,7 @@ std::vector<std::string> tests_in_file(const fs::path& file) {
   return names;
 }
 
-const std::vector<std::string> kKnownLevels = {"scalar", "avx2", "avx512", "avx512bf16"};
+const std::vector<std::string> kKnownLevels = {"scalar", "avx2", "avx512", "avx512bf16", "amx"};
 const std::vector<std::string> kKnownFeatures = {"sse4_2",   "avx",      "avx2",        "fma",      "f16c",
                                                  "avx512f",  "avx512bw", "avx512vl",    "avx512dq", "avx512_bf16",
                                                  "amx_tile", "amx_bf16", "amx_int8"};

@@ -1,6 +1,7 @@
 #include "platform/cpu_info.h"
 
 #include <sched.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -18,6 +19,15 @@
 
 namespace mi::platform {
 namespace {
+
+bool amx_permission_granted() {
+#if defined(__linux__) && defined(__x86_64__)
+  static const bool granted = syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+  return granted;
+#else
+  return false;
+#endif
+}
 
 namespace fs = std::filesystem;
 
@@ -82,7 +92,10 @@ void detect_features(CpuInfo& info) {
   }
   const bool os_avx = (xcr0 & 0x6) == 0x6;
   const bool os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;
-  const bool os_amx = (xcr0 & 0x60000) == 0x60000;
+  // AMX tile state: XCR0 bits 17-18 enabled by the OS, and (Linux >= 5.16) this process granted the tile data
+  // state on request (arch_prctl ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18); an engine built for AMX
+  // makes the same request (kernels/amx), so a host that refuses it is not reported as running x86-64-amx.
+  const bool os_amx = (xcr0 & 0x60000) == 0x60000 && amx_permission_granted();
 
   info.avx = cpu_avx && os_avx;
   info.fma = cpu_fma && os_avx;

@@ -79,7 +79,7 @@ TEST(KernelIsa, DetectorFindsAvx512InstructionsInTheAvx512Object) {
 // would run AVX-512 instructions. The level sources keep all helpers internal, so none may appear.
 TEST(KernelIsa, LevelObjectsDefineNoWeakSymbols) {
   if (std::system("nm --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "not run: nm not installed";
-  for (const std::string level : {"avx2", "avx512", "avx512bf16"}) {
+  for (const std::string level : {"avx2", "avx512", "avx512bf16", "amx"}) {
     const fs::path object = level_object(level);
     if (!fs::exists(object)) GTEST_SKIP() << "not run: kernel object not found at " << object;
     const std::string cmd = "nm -C '" + object.string() + "' 2>/dev/null";

@@ -15,7 +15,7 @@
 
 namespace mi::kernels::test {
 
-using Levels = ::testing::Types<Avx2, Avx512, Avx512Bf16>;
+using Levels = ::testing::Types<Avx2, Avx512, Avx512Bf16, Amx>;
 
 // Skips (with the reason printed) when the running CPU lacks the level's instructions.
 #define MI_SKIP_IF_UNSUPPORTED(K)                                                                     \

@@ -23,10 +23,16 @@
 #else
 #define MI_TEST_AVX512BF16
 #endif
+#if __has_include("kernels/amx/amx.h")
+#include "kernels/amx/amx.h"
+#define MI_TEST_AMX , mi::kernels::Amx
+#else
+#define MI_TEST_AMX
+#endif
 
 namespace mi_test {
 
-using KernelLevels = ::testing::Types<mi::kernels::Scalar MI_TEST_AVX2 MI_TEST_AVX512 MI_TEST_AVX512BF16>;
+using KernelLevels = ::testing::Types<mi::kernels::Scalar MI_TEST_AVX2 MI_TEST_AVX512 MI_TEST_AVX512BF16 MI_TEST_AMX>;
 
 // Level name for typed-test output.
 struct KernelLevelName {
@@ -46,6 +52,9 @@ bool cpu_supports() {
   if (name == "avx2") return avx2;
   if (name == "avx512") return avx512;
   if (name == "avx512bf16") return avx512 && __builtin_cpu_supports("avx512bf16");
+#if __has_include("kernels/amx/amx.h")
+  if (name == "amx") return avx512 && __builtin_cpu_supports("avx512bf16") && mi::kernels::Amx::available();
+#endif
   return false;
 }
 

@@ -22,6 +22,7 @@ bool host_runs(const std::string& platform) {
   const auto cpu = mi::platform::detect_cpu();
   if (platform == "x86-64-avx2") return cpu.avx2 && cpu.fma && cpu.f16c;
   if (platform == "x86-64-avx512bf16") return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512_bf16;
+  if (platform == "x86-64-amx") return host_runs("x86-64-avx512bf16") && cpu.amx_tile && cpu.amx_bf16;
   return false;
 }
 
@@ -57,6 +58,7 @@ void expect_pass_verified(const std::string& platform) {
 }
 
 TEST(Gates, DenseGoldenCasesPassVerifiedAtAvx512Bf16) { expect_pass_verified("x86-64-avx512bf16"); }
+TEST(Gates, DenseGoldenCasesPassVerifiedAtAmx) { expect_pass_verified("x86-64-amx"); }
 TEST(Gates, DenseGoldenCasesPassVerifiedAtAvx2) { expect_pass_verified("x86-64-avx2"); }
 
 TEST(Gates, RegenerationIsByteIdenticalAndTheEngineHoldsOnlyWhatItNeeds) {
