@@ -5,7 +5,9 @@
 //                    (for a model that fits in the caches, the caches are its bound)
 //   peak FLOP/s      every allowed CPU running a multiply-accumulate loop with enough independent accumulators to
 //                    hide the instruction latency: F32 FMA (AVX-512 when present, else AVX2 FMA) and the BF16 dot
-//                    product (_mm512_dpbf16_ps; only where AVX512_BF16 is present). Best of several passes.
+//                    product (_mm512_dpbf16_ps; only where AVX512_BF16 is present) and the BF16 tile product (AMX
+//                    TDPBF16PS; only where AMX-BF16 is present and Linux grants the tile state). Best of several passes.
+//                    The prefill bound for bf16 weights is the largest of them, so no kernel on this CPU can beat it.
 #pragma once
 #include <cstddef>
 #include <optional>
@@ -18,8 +20,8 @@
 namespace mi::bench {
 
 struct PeakFlops {
-  std::string format;    // "f32_fma" | "bf16_dot"
-  std::string isa;       // "avx512" | "avx2" | "avx512_bf16"
+  std::string format;    // "f32_fma" | "bf16_dot" | "bf16_tile"
+  std::string isa;       // "avx512" | "avx2" | "avx512_bf16" | "amx_bf16"
   int threads = 0;
   double gflops = 0;     // all threads together, 1e9 FLOP/s (a multiply-add counts 2)
   double gflops_1 = 0;   // one thread
@@ -31,12 +33,14 @@ struct MachineLimits {
   std::optional<platform::ReadBandwidth> working_set;  // buffer of the model's working set, when smaller than dram's
   PeakFlops f32;
   std::optional<PeakFlops> bf16;                     // only with AVX512_BF16
+  std::optional<PeakFlops> bf16_tile;                // only with AMX-BF16 granted by the OS
   double seconds = 0;                                // how long measuring took
 
   // The bandwidth a decode of `working_set_bytes` can at best see: the larger of the DRAM figure and the
   // working-set figure (a working set larger than the caches measures ~DRAM anyway).
   double decode_bandwidth_gbs() const;
-  // Peak for a prefill with weights of `dtype` ("bf16" uses the BF16 dot product where present, else F32 FMA).
+  // Peak for a prefill with weights of `dtype`: for "bf16" the largest of F32 FMA, the BF16 dot product and the BF16
+  // tile product; otherwise F32 FMA.
   const PeakFlops& prefill_peak(const std::string& weight_dtype) const;
   nlohmann::json to_json() const;
 };
@@ -52,6 +56,8 @@ struct LimitsOptions {
 PeakFlops measure_f32_fma(int threads, int passes = 5);
 // BF16 dot-product peak; std::nullopt without AVX512_BF16.
 std::optional<PeakFlops> measure_bf16_dot(int threads, int passes = 5);
+// AMX BF16 tile-product peak; std::nullopt without AMX-BF16 or when Linux refuses the tile state.
+std::optional<PeakFlops> measure_bf16_tile(int threads, int passes = 5);
 
 MachineLimits measure_machine_limits(const LimitsOptions& options);
 

@@ -81,7 +81,7 @@ std::string to_markdown(const json& r) {
        << mib(ws["bytes"].get<double>()) << "; best: " << ws["best_pattern"].get<std::string>() << " at " << threads(ws["best_threads"]) << " |\n";
   }
   md << "| decode bandwidth bound | " << format_number(l["decode_bandwidth_gbs"].get<double>()) << " GB/s | the larger of the two |\n";
-  for (const char* f : {"f32_fma", "bf16_dot"}) {
+  for (const char* f : {"f32_fma", "bf16_dot", "bf16_tile"}) {
     const json& p = l["peak_gflops"][f];
     if (p.is_null()) {
       md << "| " << f << " peak | — | not present on this CPU |\n";

@@ -65,9 +65,18 @@ TEST(MachineLimits, PeakFlopsArePositive) {
     EXPECT_GT(bf16->gflops, 0);
   }
 
+  const auto tile = measure_bf16_tile(2, 2);
+  const auto cpu = mi::platform::detect_cpu();
+  EXPECT_EQ(tile.has_value(), cpu.amx_tile && cpu.amx_bf16);
+  if (tile) {
+    EXPECT_EQ(tile->format, "bf16_tile");
+    EXPECT_GT(tile->gflops, f32.gflops) << "one TDPBF16PS does 16384 FLOP";
+  }
+
   MachineLimits m;
   m.f32 = f32;
   m.bf16 = bf16;
+  m.bf16_tile = tile;
   m.dram.best_gbs = 10;
   EXPECT_EQ(m.decode_bandwidth_gbs(), 10);
   m.working_set = m.dram;
@@ -75,6 +84,8 @@ TEST(MachineLimits, PeakFlopsArePositive) {
   EXPECT_EQ(m.decode_bandwidth_gbs(), 100);
   const PeakFlops& p = m.prefill_peak("bf16");
   EXPECT_GE(p.gflops, f32.gflops) << "the prefill bound is the larger peak";
+  if (bf16) EXPECT_GE(p.gflops, bf16->gflops);
+  if (tile) EXPECT_EQ(p.format, "bf16_tile");
   EXPECT_EQ(m.prefill_peak("f32").format, "f32_fma");
 }
 
