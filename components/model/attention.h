@@ -6,6 +6,7 @@
 // Query head h reads KV head h / (heads / kv_heads). Scores are q.k / sqrt(head_dim) in f32, softmax in f32
 // (max-subtracted), output = sum_j p_j v_j - the eager attention of the f32 reference.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -36,14 +37,24 @@ inline void store_kv(runtime::KvCache& cache, int seq, int layer, int first_posi
   }
 }
 
-// Floats of score scratch causal_attention needs: one row of max_context scores per pool thread.
+// Queries processed together against each block of keys and values (see causal_attention).
+constexpr int kAttentionQueryBlock = 16;
+
+// Floats of score scratch causal_attention needs: kAttentionQueryBlock rows of max_context scores per pool thread.
 inline std::size_t attention_scratch_floats(int threads, int max_context) {
-  return std::size_t(threads) * std::size_t(max_context);
+  return std::size_t(threads) * std::size_t(kAttentionQueryBlock) * std::size_t(max_context);
 }
 
 //   q   [T, heads * head_dim] (rotary already applied)
 //   out [T, heads * head_dim]
 //   scores: attention_scratch_floats(pool.threads(), cache max_context) floats
+//
+// Work items are (query head, token) pairs in head-major order, split across the pool; the query heads that share a
+// KV head are adjacent. A thread takes up to kAttentionQueryBlock consecutive items of one KV head and walks the
+// cache once for all of them: every page of keys (then of values) is loaded from memory once and used by every
+// query of the block while it sits in L1. One query per pass (the plain loop) reads each K/V byte for a single
+// multiply-add and runs at L2/DRAM speed: a 1021-token prefill of Qwen3-0.6B spent 60% of its time there. Each
+// query's result is the same sum in the same order as the plain loop, so the blocking does not change the numbers.
 template <class K>
 void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, int seq, int layer,
                       const AttentionDims& dims, const float* q, int T, int first_position, float* out,
@@ -61,28 +72,47 @@ void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, 
   const std::size_t row_floats = std::size_t(heads) * std::size_t(head_dim);
   const std::size_t max_context = std::size_t(cache.shape().max_context);
   const float scale = float(1.0 / std::sqrt(double(head_dim)));
-
+  const int items_per_kv_head = group * T;
   pool.parallel_chunks(T * heads, 1, [&](int chunk, int begin, int end) {
-    float* s = scores + std::size_t(chunk) * max_context;
-    for (int item = begin; item < end; ++item) {
-      const int t = item / heads, h = item % heads, kv_h = h / group;
-      const float* qh = q + std::size_t(t) * row_floats + std::size_t(h) * head_dim;
-      float* oh = out + std::size_t(t) * row_floats + std::size_t(h) * head_dim;
-      const int n = first_position + t + 1;  // causal: positions [0, n)
-
-      for (int p = 0; p < n;) {
-        const runtime::KvCache::HeadSpan span = cache.head_span(seq, layer, kv_h, p, n);
-        for (int j = 0; j < span.tokens; ++j)
-          s[p + j] = K::dot(qh, span.keys + std::size_t(j) * head_dim, head_dim) * scale;
+    float* s = scores + std::size_t(chunk) * kAttentionQueryBlock * max_context;
+    for (int b0 = begin; b0 < end;) {
+      // This block: items [b0, b1) of one KV head.
+      const int kv_h = b0 / items_per_kv_head;
+      const int b1 = std::min({end, b0 + kAttentionQueryBlock, (kv_h + 1) * items_per_kv_head});
+      const float* qi[kAttentionQueryBlock];
+      float* oi[kAttentionQueryBlock];
+      int len[kAttentionQueryBlock];  // causal: item i attends to positions [0, len[i])
+      int longest = 0;
+      for (int i = 0; i < b1 - b0; ++i) {
+        const int h = (b0 + i) / T, t = (b0 + i) % T;
+        qi[i] = q + std::size_t(t) * row_floats + std::size_t(h) * head_dim;
+        oi[i] = out + std::size_t(t) * row_floats + std::size_t(h) * head_dim;
+        len[i] = first_position + t + 1;
+        longest = std::max(longest, len[i]);
+      }
+      const int n_items = b1 - b0;
+      // The cache is paged: each span is one block's run of contiguous rows (row stride head_dim).
+      for (int p = 0; p < longest;) {
+        const runtime::KvCache::HeadSpan span = cache.head_span(seq, layer, kv_h, p, longest);
+        for (int i = 0; i < n_items; ++i)
+          if (p < len[i])
+            K::attention_scores(qi[i], span.keys, std::size_t(head_dim), std::min(span.tokens, len[i] - p), head_dim,
+                                scale, s + std::size_t(i) * max_context + p);
         p += span.tokens;
       }
-      K::softmax(s, n);
-      std::memset(oh, 0, sizeof(float) * std::size_t(head_dim));
-      for (int p = 0; p < n;) {
-        const runtime::KvCache::HeadSpan span = cache.head_span(seq, layer, kv_h, p, n);
-        for (int j = 0; j < span.tokens; ++j) K::axpy(s[p + j], span.values + std::size_t(j) * head_dim, oh, head_dim);
+      for (int i = 0; i < n_items; ++i) {
+        K::softmax(s + std::size_t(i) * max_context, len[i]);
+        std::memset(oi[i], 0, sizeof(float) * std::size_t(head_dim));
+      }
+      for (int p = 0; p < longest;) {
+        const runtime::KvCache::HeadSpan span = cache.head_span(seq, layer, kv_h, p, longest);
+        for (int i = 0; i < n_items; ++i)
+          if (p < len[i])
+            K::attention_values(s + std::size_t(i) * max_context + p, span.values, std::size_t(head_dim),
+                                std::min(span.tokens, len[i] - p), head_dim, oi[i]);
         p += span.tokens;
       }
+      b0 = b1;
     }
   });
 }

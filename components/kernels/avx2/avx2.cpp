@@ -318,6 +318,39 @@ void Avx2::axpy(float a, const float* x, float* y, int n) {
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
+// Scores: the dot product inlined per key (two accumulators, one horizontal sum per key).
+void Avx2::attention_scores(const float* q, const float* k, std::size_t ldk, int n, int d, float scale, float* s) {
+  for (int j = 0; j < n; ++j) {
+    const float* kj = k + size_t(j) * ldk;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= d; i += 16) {
+      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kj + i), acc0);
+      acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(kj + i + 8), acc1);
+    }
+    float sum = hsum(_mm256_add_ps(acc0, acc1));
+    for (; i < d; ++i) sum += q[i] * kj[i];
+    s[j] = sum * scale;
+  }
+}
+
+// Values: 64 output dims (8 vectors) in registers per pass over the n keys.
+void Avx2::attention_values(const float* p, const float* v, std::size_t ldv, int n, int d, float* out) {
+  int c0 = 0;
+  for (; c0 + 64 <= d; c0 += 64) {
+    __m256 acc[8];
+    for (int c = 0; c < 8; ++c) acc[c] = _mm256_loadu_ps(out + c0 + 8 * c);
+    for (int j = 0; j < n; ++j) {
+      const __m256 pj = _mm256_set1_ps(p[j]);
+      const float* vj = v + size_t(j) * ldv + c0;
+      for (int c = 0; c < 8; ++c) acc[c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * c), acc[c]);
+    }
+    for (int c = 0; c < 8; ++c) _mm256_storeu_ps(out + c0 + 8 * c, acc[c]);
+  }
+  if (c0 < d)
+    for (int j = 0; j < n; ++j) axpy(p[j], v + size_t(j) * ldv + c0, out + c0, d - c0);
+}
+
 void Avx2::add(const float* x, float* y, int n) {
   int i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));

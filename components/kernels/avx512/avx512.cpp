@@ -31,6 +31,13 @@ void Avx512::matmul_fast(const bf16_t* W, std::size_t ld, const bf16_t* X, std::
 void Avx512::to_bf16(const float* x, bf16_t* y, int n) { impl::to_bf16(x, y, n); }
 float Avx512::dot(const float* a, const float* b, int n) { return impl::dot(a, b, n); }
 void Avx512::axpy(float a, const float* x, float* y, int n) { impl::axpy(a, x, y, n); }
+void Avx512::attention_scores(const float* q, const float* k, std::size_t ldk, int n, int d, float scale,
+                              float* s) {
+  impl::attention_scores(q, k, ldk, n, d, scale, s);
+}
+void Avx512::attention_values(const float* p, const float* v, std::size_t ldv, int n, int d, float* out) {
+  impl::attention_values(p, v, ldv, n, d, out);
+}
 void Avx512::add(const float* x, float* y, int n) { impl::add(x, y, n); }
 void Avx512::rmsnorm(const float* x, const float* w, float* y, int n, float eps) { impl::rmsnorm(x, w, y, n, eps); }
 void Avx512::softmax(float* x, int n) { impl::softmax(x, n); }

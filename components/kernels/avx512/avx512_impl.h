@@ -328,6 +328,57 @@ inline float dot(const float* a, const float* b, int n) {
   return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 
+// Attention scores, 16 keys at a time: one accumulator per key over the head dimension (q in registers when
+// d <= 128), then a 16x16 transpose turns the 16 partial-sum vectors into one vector of 16 scores - one horizontal
+// reduction per 16 keys instead of one per key.
+inline void attention_scores(const float* q, const float* k, size_t ldk, int n, int d, float scale, float* s) {
+  const __m512 sv = _mm512_set1_ps(scale);
+  const int chunks = (d + 15) / 16;
+  int j = 0;
+  for (; j + 16 <= n; j += 16) {
+    __m512 acc[16];
+    for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
+    for (int c = 0; c < chunks; ++c) {
+      const __mmask16 m = mask16(d - 16 * c);
+      const __m512 qv = _mm512_maskz_loadu_ps(m, q + 16 * c);
+      for (int t = 0; t < 16; ++t)
+        acc[t] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k + size_t(j + t) * ldk + 16 * c), acc[t]);
+    }
+    transpose16x16(acc);  // acc[i] lane t = partial sum i of key t
+    __m512 sum = acc[0];
+    for (int i = 1; i < 16; ++i) sum = _mm512_add_ps(sum, acc[i]);
+    _mm512_storeu_ps(s + j, _mm512_mul_ps(sum, sv));
+  }
+  for (; j < n; ++j) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int c = 0; c < chunks; ++c) {
+      const __mmask16 m = mask16(d - 16 * c);
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * c), _mm512_maskz_loadu_ps(m, k + size_t(j) * ldk + 16 * c), acc);
+    }
+    s[j] = _mm512_reduce_add_ps(acc) * scale;
+  }
+}
+
+// out += sum_j p[j] v[j]: the output stays in registers (8 vectors = 128 dims per pass) over all n keys.
+inline void attention_values(const float* p, const float* v, size_t ldv, int n, int d, float* out) {
+  for (int c0 = 0; c0 < d; c0 += 128) {
+    const int width = d - c0 < 128 ? d - c0 : 128, chunks = (width + 15) / 16;
+    __m512 acc[8];
+    __mmask16 m[8];
+    for (int c = 0; c < 8; ++c) {
+      m[c] = c < chunks ? mask16(width - 16 * c) : __mmask16(0);
+      acc[c] = _mm512_maskz_loadu_ps(m[c], out + c0 + 16 * c);
+    }
+    for (int j = 0; j < n; ++j) {
+      const __m512 pj = _mm512_set1_ps(p[j]);
+      const float* vj = v + size_t(j) * ldv + c0;
+      for (int c = 0; c < 8; ++c)
+        if (c < chunks) acc[c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[c], vj + 16 * c), acc[c]);
+    }
+    for (int c = 0; c < chunks; ++c) _mm512_mask_storeu_ps(out + c0 + 16 * c, m[c], acc[c]);
+  }
+}
+
 inline void axpy(float a, const float* x, float* y, int n) {
   const __m512 av = _mm512_set1_ps(a);
   for (int i = 0; i < n; i += 16) {

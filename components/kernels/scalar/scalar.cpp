@@ -57,6 +57,12 @@ float Scalar::dot(const float* a, const float* b, int n) {
 void Scalar::axpy(float a, const float* x, float* y, int n) {
   for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
+void Scalar::attention_scores(const float* q, const float* k, std::size_t ldk, int n, int d, float scale, float* s) {
+  for (int j = 0; j < n; ++j) s[j] = dot(q, k + std::size_t(j) * ldk, d) * scale;
+}
+void Scalar::attention_values(const float* p, const float* v, std::size_t ldv, int n, int d, float* out) {
+  for (int j = 0; j < n; ++j) axpy(p[j], v + std::size_t(j) * ldv, out, d);
+}
 void Scalar::add(const float* x, float* y, int n) {
   for (int i = 0; i < n; ++i) y[i] += x[i];
 }

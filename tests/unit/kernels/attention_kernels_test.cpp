@@ -1,0 +1,64 @@
+// The per-head attention kernels against the Scalar level: scores (one dot product per key, scaled) within the
+// summation bound of a d-term dot product, values (a weighted sum of n rows added to out) within the summation
+// bound of an (n + 1)-term sum per output. Key/value rows have a stride larger than d (as a paged cache's rows
+// could), head dims cover the tails of every vector width, and nothing past s[n - 1] / out[d - 1] is written.
+#include "kernel_test_support.h"
+
+namespace mi::kernels::test {
+namespace {
+
+template <class K>
+class AttentionKernelsTest : public ::testing::Test {};
+TYPED_TEST_SUITE(AttentionKernelsTest, Levels);
+
+const int kKeys[] = {1, 3, 15, 16, 17, 40, 129};
+const int kHeadDims[] = {1, 7, 16, 64, 80, 128, 136, 256};
+
+TYPED_TEST(AttentionKernelsTest, ScoresWithinSummationBound) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
+  uint32_t seed = 1;
+  for (int n : kKeys)
+    for (int d : kHeadDims) {
+      const std::size_t ldk = std::size_t(d) + 3;
+      const auto q = random_floats(std::size_t(d), -1.0f, 1.0f, seed++);
+      const auto k = random_floats(std::size_t(n) * ldk, -1.0f, 1.0f, seed++);
+      const float scale = 0.125f;
+      std::vector<float> s(std::size_t(n) + 1, 42.0f);
+      std::vector<float> ref(static_cast<std::size_t>(n));
+      K::attention_scores(q.data(), k.data(), ldk, n, d, scale, s.data());
+      Scalar::attention_scores(q.data(), k.data(), ldk, n, d, scale, ref.data());
+      for (int j = 0; j < n; ++j) {
+        double sum_abs = 0;
+        for (int i = 0; i < d; ++i) sum_abs += std::fabs(double(q[std::size_t(i)]) * k[std::size_t(j) * ldk + std::size_t(i)]);
+        ASSERT_NEAR(s[std::size_t(j)], ref[std::size_t(j)], dot_bound(d, sum_abs) * scale + 2 * kU * std::fabs(ref[std::size_t(j)]))
+            << K::name << " n=" << n << " d=" << d << " j=" << j;
+      }
+      ASSERT_EQ(s[std::size_t(n)], 42.0f) << "wrote past s[n - 1]";
+    }
+}
+
+TYPED_TEST(AttentionKernelsTest, ValuesWithinSummationBound) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
+  uint32_t seed = 100;
+  for (int n : kKeys)
+    for (int d : kHeadDims) {
+      const std::size_t ldv = std::size_t(d) + 5;
+      const auto p = random_floats(std::size_t(n), 0.0f, 1.0f, seed++);
+      const auto v = random_floats(std::size_t(n) * ldv, -1.0f, 1.0f, seed++);
+      const auto out0 = random_floats(std::size_t(d) + 1, -1.0f, 1.0f, seed++);
+      std::vector<float> out = out0, ref = out0;
+      K::attention_values(p.data(), v.data(), ldv, n, d, out.data());
+      Scalar::attention_values(p.data(), v.data(), ldv, n, d, ref.data());
+      for (int i = 0; i < d; ++i) {
+        double sum_abs = std::fabs(out0[std::size_t(i)]);
+        for (int j = 0; j < n; ++j) sum_abs += std::fabs(double(p[std::size_t(j)]) * v[std::size_t(j) * ldv + std::size_t(i)]);
+        ASSERT_NEAR(out[std::size_t(i)], ref[std::size_t(i)], dot_bound(n + 1, sum_abs)) << K::name << " n=" << n << " d=" << d << " i=" << i;
+      }
+      ASSERT_EQ(out[std::size_t(d)], out0[std::size_t(d)]) << "wrote past out[d - 1]";
+    }
+}
+
+}  // namespace
+}  // namespace mi::kernels::test
