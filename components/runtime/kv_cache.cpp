@@ -1,11 +1,19 @@
 #include "runtime/kv_cache.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <limits>
 
 #include "common/error.h"
 
 namespace mi::runtime {
+
+void UnmapCache::operator()(float* p) const {
+  if (p) munmap(p, bytes);
+}
 
 KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
   auto require_positive = [](int v, const char* field) {
@@ -27,8 +35,11 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
     fail("KvCache: shape too large (", shape.max_sequences, " sequences x ", shape.max_context, " tokens x ",
          shape.layers, " layers x ", shape.kv_heads, " kv heads x ", shape.head_dim, " head_dim)");
   storage_floats_ = block_floats_ * total_blocks_;
-  // Value-initialised: a position read before it is written is zero, never garbage.
-  storage_.reset(new float[storage_floats_]());
+  const std::size_t bytes = std::max<std::size_t>(storage_floats_ * sizeof(float), 1);
+  void* mapped = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapped == MAP_FAILED)
+    fail("KvCache: could not reserve ", bytes, " bytes for the cache (", std::strerror(errno), ")");
+  storage_ = std::unique_ptr<float[], UnmapCache>(static_cast<float*>(mapped), UnmapCache{bytes});
 
   sequences_.resize(std::size_t(shape.max_sequences));
   for (auto& s : sequences_) s.blocks.reserve(std::size_t(blocks_per_sequence_));

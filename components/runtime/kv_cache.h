@@ -32,6 +32,12 @@ struct KvCacheShape {
   int block_size = 16;    // kv_block_size: token positions per block
 };
 
+// Releases the cache's anonymous mapping (KvCache::storage_).
+struct UnmapCache {
+  std::size_t bytes = 0;
+  void operator()(float* p) const;
+};
+
 class KvCache {
  public:
   explicit KvCache(const KvCacheShape& shape);
@@ -88,7 +94,10 @@ class KvCache {
   std::size_t block_floats_ = 0;     // floats per block
   std::size_t head_block_floats_ = 0;  // block_size * head_dim
   std::size_t storage_floats_ = 0;
-  std::unique_ptr<float[]> storage_;
+  // Anonymous memory mapping: the kernel hands out zero pages on first touch, so every position reads as zero
+  // before it is written, and only the blocks sequences actually fill become resident (a max_context of 4096
+  // no longer costs the whole cache in RSS and start-up time to zero it).
+  std::unique_ptr<float[], UnmapCache> storage_;
   std::vector<Sequence> sequences_;
   std::size_t total_blocks_ = 0;
   std::vector<int> free_list_;  // physical blocks not owned by any sequence (used as a stack)
