@@ -235,6 +235,15 @@ Platform read_platform(const fs::path& file) {
   p.compile_flags = r.strings("compile_flags", true);
   p.weight_dtypes = r.strings("weight_dtypes", true);
   p.tensor_parallel = r.integers("tensor_parallel");
+  r.each_table("tuning", [&](const TomlReader& t) {
+    TuningParameter tp;
+    tp.parameter = t.str("parameter");
+    tp.op = t.str("op");
+    tp.values = t.integers("values");
+    tp.default_value = t.integer_or("default", 0);
+    tp.summary = t.str_or("summary", "");
+    p.tuning.push_back(tp);
+  });
   return p;
 }
 

@@ -55,12 +55,23 @@ struct Family {
   std::map<std::string, std::string> preset_defaults;
 };
 
+// A kernel parameter the platform's kernels read at build time (a -D define), with the values `generate --tune`
+// times and the default the kernels use when it is not set.
+struct TuningParameter {
+  std::string parameter;  // MI_TUNE_...
+  std::string op;         // what the timing program runs: "matvec" (decode linears) | "matmul" (prefill linears)
+  std::vector<int> values;
+  int default_value = 0;
+  std::string summary;
+};
+
 struct Platform {
   std::filesystem::path source;
   std::string id, title, arch, kernel_level, kernel_struct, summary;
   int priority = 0;
   std::vector<std::string> requires_features, compile_flags, weight_dtypes;
   std::vector<int> tensor_parallel;
+  std::vector<TuningParameter> tuning;
 };
 
 // One condition of a signal; exactly one kind is set (see ckb/signals/*.toml).

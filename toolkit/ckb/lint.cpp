@@ -177,6 +177,14 @@ class Linter {
           error(p.source, "requires[" + std::to_string(i) + "]", "unknown CPU feature '" + p.requires_features[i] + "'");
       for (const auto& d : p.weight_dtypes)
         if (d != "bf16" && d != "f32" && d != "f16") error(p.source, "weight_dtypes", "unknown dtype '" + d + "'");
+      for (std::size_t i = 0; i < p.tuning.size(); ++i) {
+        const auto& t = p.tuning[i];
+        const std::string f = "tuning[" + std::to_string(i) + "]";
+        if (t.parameter.rfind("MI_TUNE_", 0) != 0) error(p.source, f + ".parameter", "expected a name MI_TUNE_..., got '" + t.parameter + "'");
+        if (t.op != "matvec" && t.op != "matmul") error(p.source, f + ".op", "expected matvec or matmul, got '" + t.op + "'");
+        if (t.values.size() < 2) error(p.source, f + ".values", "a tuning parameter needs at least two values to choose from");
+        if (std::find(t.values.begin(), t.values.end(), t.default_value) == t.values.end()) error(p.source, f + ".default", "the default is not one of the values");
+      }
     }
   }
 

@@ -12,6 +12,7 @@
 #include "gates/gates.h"
 #include "generator/generator.h"
 #include "platform/cpu_info.h"
+#include "tune/kernel_tuner.h"
 
 namespace mi::cli {
 
@@ -23,7 +24,7 @@ void register_generate_command(CLI::App& app, int& exit_code) {
     std::string file, out, ckb_dir = ckb::default_ckb_dir().string(), fault, fault_trace;
     constraints::Overrides overrides;
     std::vector<std::string> golden;
-    bool json = false, force = false, no_verify = false;
+    bool json = false, force = false, no_verify = false, tune = false;
   };
   auto opts = std::make_shared<Options>();
   cmd->add_option("constraints", opts->file, "constraints file (TOML); optional when --model is given");
@@ -33,12 +34,32 @@ void register_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", opts->json, "print the result as JSON (last line: engine_dir, binary, state)");
   cmd->add_flag("--force", opts->force, "write into a non-empty directory that is not an engine");
   cmd->add_flag("--no-verify", opts->no_verify, "write the sources only: no build, no gates");
+  cmd->add_flag("--tune", opts->tune,
+                "time the platform's kernel parameter choices on this machine for the model's shapes, keep the fastest "
+                "that passes its check (constraints [tuning], MANIFEST.json \"tuning\", ckb/experience/kernel_tuning.toml)");
   cmd->add_option("--ckb", opts->ckb_dir, "CKB directory");
   cmd->add_option("--inject-fault", opts->fault, "TEST ONLY: attention_scale | fixed_output (shows gates failing)");
   cmd->add_option("--fault-trace", opts->fault_trace, "TEST ONLY: trace.json the fixed_output fault prints");
   cmd->callback([opts, &exit_code] {
     const ckb::Ckb ckb = ckb::load(opts->ckb_dir);
-    const coverage::Plan plan = coverage::plan_for(ckb, opts->file, opts->overrides);
+    coverage::Plan plan = coverage::plan_for(ckb, opts->file, opts->overrides);
+    nlohmann::json tuning_report;
+    if (opts->tune && plan.covered) {
+      const ckb::Platform* platform = ckb.find_platform(plan.platform);
+      if (!platform) throw mi::Error("generate --tune: platform " + plan.platform + " is not in the CKB");
+      tune::TuneOptions to;
+      to.threads = plan.threads;
+      to.repo_root = ckb::default_repo_root();
+      const tune::TuneResult tuned = tune::tune_kernels(*platform, plan, to);
+      constraints::Overrides o = opts->overrides;
+      std::map<std::string, int> tuning = plan.constraints.tuning;
+      for (const auto& [name, value] : tuned.choice) tuning[name] = value;
+      o.tuning = tuning;
+      plan = coverage::plan_for(ckb, opts->file, o);
+      tuning_report = tuned.report;
+      tune::record_experience(std::filesystem::path(opts->ckb_dir) / "experience" / "kernel_tuning.toml", *platform, plan,
+                              tuned);
+    }
     if (!plan.covered) {
       if (opts->json) std::cout << nlohmann::json{{"state", "NOT_COVERED"}, {"plan", plan.to_json()}}.dump() << "\n";
       else std::cout << plan.to_text();
@@ -53,6 +74,7 @@ void register_generate_command(CLI::App& app, int& exit_code) {
     go.force = opts->force;
     go.fault = opts->fault;
     go.fault_trace = opts->fault_trace;
+    go.tuning_report = tuning_report;
     const auto t0 = std::chrono::steady_clock::now();
     const generator::Engine engine = generator::write_engine(ckb, plan, go);
     const double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

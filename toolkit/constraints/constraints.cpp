@@ -19,6 +19,7 @@ const std::map<std::string, std::set<std::string>>& schema() {
       {"parallel", {"tensor_parallel"}},
       {"runtime", {"mode", "numerics", "max_batch", "max_context", "kv_block_size", "prefix_cache", "chunked_prefill"}},
       {"targets", {"ttft_ms", "tpot_ms", "throughput_tok_s", "memory_mb"}},
+      {"tuning", {}},  // free keys: kernel parameters (validate() checks the form, coverage the platform)
   };
   return s;
 }
@@ -121,6 +122,7 @@ nlohmann::json Constraints::to_json() const {
             {"tpot_ms", targets.tpot_ms},
             {"throughput_tok_s", targets.throughput_tok_s},
             {"memory_mb", targets.memory_mb}}},
+          {"tuning", tuning},
           {"source", source}};
 }
 
@@ -145,6 +147,11 @@ Constraints load_file(const fs::path& file) {
     const toml::table* t = node.as_table();
     if (!t) fail(source, ": field '", section, "': expected a table [", section, "], got ", type_name(node));
     for (const auto& [key, value] : *t) {
+      if (section == "tuning") {
+        if (!value.is_integer())
+          fail(source, ": field 'tuning.", std::string(key.str()), "': expected an integer, got ", type_name(value));
+        continue;
+      }
       if (!it->second.count(std::string(key.str())))
         fail(source, ": unknown key '", section, ".", std::string(key.str()), "' (known keys of [", section, "]: ",
              join(it->second), ")");
@@ -175,6 +182,8 @@ Constraints load_file(const fs::path& file) {
   r.read("targets", "tpot_ms", c.targets.tpot_ms);
   r.read("targets", "throughput_tok_s", c.targets.throughput_tok_s);
   r.read("targets", "memory_mb", c.targets.memory_mb);
+  if (const toml::table* t = root["tuning"].as_table())
+    for (const auto& [key, value] : *t) c.tuning[std::string(key.str())] = int(*value.value<int64_t>());
   return c;
 }
 
@@ -217,6 +226,7 @@ Constraints resolve(const std::optional<fs::path>& file, const Overrides& o) {
   if (o.tpot_ms) c.targets.tpot_ms = *o.tpot_ms;
   if (o.throughput_tok_s) c.targets.throughput_tok_s = *o.throughput_tok_s;
   if (o.memory_mb) c.targets.memory_mb = *o.memory_mb;
+  if (o.tuning) c.tuning = *o.tuning;
   if (file && (o.model || o.platform || o.dtype || o.threads || o.tensor_parallel || o.mode || o.numerics ||
                o.max_batch || o.max_context || o.kv_block_size || o.prefix_cache || o.chunked_prefill))
     c.source += " + command line";
@@ -248,6 +258,12 @@ void validate(const Constraints& c) {
   check_range(s, "targets.tpot_ms", c.targets.tpot_ms, 0, 1e9);
   check_range(s, "targets.throughput_tok_s", c.targets.throughput_tok_s, 0, 1e12);
   check_range(s, "targets.memory_mb", c.targets.memory_mb, 0, 1e12);
+  for (const auto& [name, value] : c.tuning) {
+    bool ok = name.rfind("MI_TUNE_", 0) == 0 && name.size() > 8;
+    for (char ch : name) ok = ok && ((ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_');
+    if (!ok) fail(s, ": field 'tuning.", name, "': expected a kernel parameter name MI_TUNE_[A-Z0-9_]+");
+    check_range(s, "tuning." + name, value, 1, 1 << 20);
+  }
 }
 
 }  // namespace mi::constraints

@@ -4,6 +4,7 @@
 // coverage (toolkit/coverage), which has read config.json.
 #pragma once
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -33,6 +34,9 @@ struct Constraints {
   bool prefix_cache = false;
   int chunked_prefill = 0;          // 0 = whole prompt in one step; else tokens per prefill chunk
   Targets targets;
+  // Kernel parameters fixed at build time ([tuning]: NAME = integer), each declared by the platform's [[tuning]]
+  // entries in the CKB (coverage checks name and value); `metainfer generate --tune` measures and fills them.
+  std::map<std::string, int> tuning;
   std::string source;               // where the constraints came from (file path or "command line")
 
   nlohmann::json to_json() const;
@@ -43,6 +47,7 @@ struct Overrides {
   std::optional<std::string> model, platform, dtype, mode, numerics, prefix_cache;
   std::optional<int> threads, tensor_parallel, max_batch, max_context, kv_block_size, chunked_prefill;
   std::optional<double> ttft_ms, tpot_ms, throughput_tok_s, memory_mb;
+  std::optional<std::map<std::string, int>> tuning;  // replaces the file's [tuning] table as a whole
 };
 
 // Adds --model, --platform, --dtype, --threads, --tp, --mode, --numerics, --max-batch, --max-context,

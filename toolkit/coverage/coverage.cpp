@@ -338,6 +338,23 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
     }() + "): an engine can be planned and generated for it, not verified here");
   plan.threads = c.threads > 0 ? c.threads : std::max(1, cpu.allowed_cpus);
 
+  for (const auto& [name, value] : c.tuning) {
+    const auto it = std::find_if(platform.tuning.begin(), platform.tuning.end(),
+                                 [&](const ckb::TuningParameter& t) { return t.parameter == name; });
+    if (it == platform.tuning.end()) {
+      std::string declared;
+      for (const auto& t : platform.tuning) declared += (declared.empty() ? "" : ", ") + t.parameter;
+      fail(c.source, ": field 'tuning.", name, "': platform ", platform.id, " declares no such kernel parameter (it has: ",
+           declared.empty() ? "none" : declared, ")");
+    }
+    if (!std::count(it->values.begin(), it->values.end(), value)) {
+      std::string allowed;
+      for (int v : it->values) allowed += (allowed.empty() ? "" : ", ") + std::to_string(v);
+      fail(c.source, ": field 'tuning.", name, "': expected one of ", allowed, " (ckb/platforms/", platform.id,
+           ".toml), got ", value);
+    }
+  }
+
   plan.dtype = c.dtype == "auto" ? plan.weight_dtype : c.dtype;
   if (!has(platform.weight_dtypes, plan.dtype)) {
     std::string supported;

@@ -73,6 +73,7 @@ std::map<std::string, std::string> regenerate(const generator::Engine& engine) {
   o.tensor_parallel = c.at("tensor_parallel").get<int>();
   o.max_batch = c.at("max_batch").get<int>();
   o.max_context = c.at("max_context").get<int>();
+  o.tuning = c.value("tuning", std::map<std::string, int>{});
   o.kv_block_size = c.at("kv_block_size").get<int>();
   o.chunked_prefill = c.at("chunked_prefill").get<int>();
   const nlohmann::json& t = c.at("targets");

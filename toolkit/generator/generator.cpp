@@ -81,7 +81,18 @@ std::string engine_cmake(const std::string& name, const coverage::Plan& plan, co
   o << "\n# Platform " << platform.id << ": kernel level " << platform.kernel_level << ".\n"
     << "add_compile_options(";
   for (std::size_t i = 0; i < platform.compile_flags.size(); ++i) o << (i ? " " : "") << platform.compile_flags[i];
-  o << ")\n\n"
+  o << ")\n";
+  if (!plan.constraints.tuning.empty()) {
+    o << "# Kernel parameters from the constraints' [tuning] (ckb/platforms/" << platform.id << ".toml [[tuning]]).\n"
+      << "add_compile_definitions(";
+    bool first = true;
+    for (const auto& [name, value] : plan.constraints.tuning) {
+      o << (first ? "" : " ") << name << "=" << value;
+      first = false;
+    }
+    o << ")\n";
+  }
+  o << "\n"
     << "file(SHA256 ${CMAKE_CURRENT_SOURCE_DIR}/MANIFEST.json MANIFEST_SHA256)\n"
     << "set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/MANIFEST.json)\n\n"
     << "add_library(engine_core STATIC\n";
@@ -428,6 +439,7 @@ Engine write_engine(const ckb::Ckb& ckb, const coverage::Plan& plan, const Gener
                    {"kernel_level", plan.kernel_level},
                    {"dtype", plan.dtype},
                    {"constraints", plan.constraints.to_json()},
+                   {"tuning", options.tuning_report},
                    {"stages", engine_test_stages()},
                    {"fault", options.fault.empty() ? json(nullptr) : json(options.fault)},
                    {"fault_trace", options.fault_trace.empty() ? json(nullptr) : json(fs::absolute(options.fault_trace).string())},

@@ -29,6 +29,9 @@ struct GenerateOptions {
   // of fault_trace, a golden trace.json).
   std::string fault;
   std::filesystem::path fault_trace;
+  // `generate --tune`: the measured timings behind the constraints' [tuning] choices, kept in MANIFEST.json
+  // ("tuning"); null when the engine was not tuned.
+  nlohmann::json tuning_report;
 };
 
 struct GeneratedFile {

@@ -48,7 +48,13 @@ bool request_amx_permission() noexcept {
 
 // Tokens from which matmul uses the tile unit; below it the dot form reads the weights once for up to 3 tokens.
 constexpr int kMinTokensForTiles = 4;
-constexpr int kKC = 1024;  // columns per packed chunk: 32 tokens x 1024 columns x 3 terms x bf16 = 192 KiB
+// Columns per packed chunk: 32 tokens x 1024 columns x 3 terms x bf16 = 192 KiB on the stack. A tuning parameter
+// (ckb/platforms/x86-64-amx.toml [[tuning]] MI_TUNE_TILE_KC).
+#ifndef MI_TUNE_TILE_KC
+#define MI_TUNE_TILE_KC 1024
+#endif
+static_assert(MI_TUNE_TILE_KC % 32 == 0 && MI_TUNE_TILE_KC >= 32 && MI_TUNE_TILE_KC <= 4096, "MI_TUNE_TILE_KC");
+constexpr int kKC = MI_TUNE_TILE_KC;
 
 // Tile configuration (Intel SDM vol. 1, 3.2 "TILECFG"): palette 1, every tile 16 rows x 64 bytes.
 struct alignas(64) TileConfig {

@@ -124,8 +124,14 @@ inline void dot_block(const W* w, size_t ld, const X* x, size_t ldx, float* y, s
 
 // Rows per block: 8 for one token (16 accumulators; 8 concurrent row streams measured ~5% faster than 4 on the
 // DRAM-bound LM-head shape), 4 for 2-3 tokens (16-24 accumulators, within the 32 zmm registers).
+// The one-token block is a tuning parameter (ckb/platforms: [[tuning]] MI_TUNE_MATVEC_ROWS, set by the engine's
+// build from its constraints' [tuning]; `metainfer generate --tune` times the choices).
+#ifndef MI_TUNE_MATVEC_ROWS
+#define MI_TUNE_MATVEC_ROWS 8
+#endif
+static_assert(MI_TUNE_MATVEC_ROWS >= 1 && MI_TUNE_MATVEC_ROWS <= 8, "MI_TUNE_MATVEC_ROWS: 1..8 (2 accumulators per row)");
 template <int T>
-constexpr int kDotRows = T == 1 ? 8 : 4;
+constexpr int kDotRows = T == 1 ? MI_TUNE_MATVEC_ROWS : 4;
 
 // Y[t, r] for t < T over all rows: blocks of kDotRows rows, then single rows.
 template <int T, class W, class X>

@@ -1,0 +1,87 @@
+// `metainfer generate --tune`: the platform's kernel parameters are timed on this machine for the model's shapes
+// and the fastest that passed its scalar-level check is kept - in the constraints (the engine's CMakeLists defines
+// it, and the L0 regeneration reproduces it), in MANIFEST.json with every timing, and appended to the CKB's
+// experience layer. Constraints naming a parameter the platform does not declare, or a value it does not list, are
+// refused with the field named.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "../toolkit_support.h"
+#include "ckb/ckb.h"
+
+namespace {
+namespace fs = std::filesystem;
+using mi_test::golden;
+using mi_test::metainfer;
+using nlohmann::json;
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(Tune, Avx512ParametersAreTimedCheckedAndBuiltIn) {
+  const mi::ckb::Ckb repo_ckb = mi::ckb::load(mi::ckb::default_ckb_dir());
+  const char* id = "x86-64-avx512";
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl") ||
+      !__builtin_cpu_supports("avx512dq"))
+    GTEST_SKIP() << "this CPU cannot run " << id;
+  ASSERT_FALSE(repo_ckb.find_platform(id)->tuning.empty()) << id << " declares kernel parameters";
+  mi_test::TempDir dir("tune512");
+  fs::copy(mi::ckb::default_ckb_dir(), dir / "ckb", fs::copy_options::recursive);
+  const auto r = metainfer({"generate", "--model", golden("qwen3-tiny").string(), "--platform", id, "--threads", "2",
+                            "--no-verify", "--tune", "--ckb", (dir / "ckb").string(), "-o", (dir / "e").string()},
+                           1800);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json manifest = json::parse(read(dir / "e/MANIFEST.json"));
+  const std::string cmake = read(dir / "e/CMakeLists.txt");
+  const std::string experience = read(dir / "ckb/experience/kernel_tuning.toml");
+  for (const auto& param : repo_ckb.find_platform(id)->tuning) {
+    SCOPED_TRACE(param.parameter);
+    const json& t = manifest.at("tuning").at(param.parameter);
+    ASSERT_FALSE(t.at("chosen").is_null()) << t.dump(1);
+    const int chosen = t.at("chosen").get<int>();
+    EXPECT_TRUE(std::count(param.values.begin(), param.values.end(), chosen));
+    for (int v : param.values) {
+      const json& res = t.at("values").at(std::to_string(v));
+      EXPECT_TRUE(res.at("ok").get<bool>()) << res.dump();
+      EXPECT_GT(res.at("seconds").get<double>(), 0);
+      EXPECT_LE(t.at("values").at(std::to_string(chosen)).at("seconds").get<double>(), res.at("seconds").get<double>())
+          << "the chosen value is the fastest";
+    }
+    EXPECT_EQ(manifest.at("constraints").at("tuning").at(param.parameter), chosen);
+    EXPECT_NE(cmake.find(param.parameter + "=" + std::to_string(chosen)), std::string::npos) << cmake;
+    EXPECT_NE(experience.find("parameter = \"" + param.parameter + "\""), std::string::npos) << experience;
+  }
+  // The CKB still lints with the measurements appended, and the tuned engine's sources are what the generator
+  // emits for its constraints (L0 regeneration carries [tuning]).
+  EXPECT_EQ(metainfer({"ckb", "check", "--ckb", (dir / "ckb").string()}).exit_code, 0);
+  const auto v = metainfer({"verify", (dir / "e").string(), "--only", "L0_sources", "--json"}, 600);
+  EXPECT_NE(v.out.find("\"L0_sources\""), std::string::npos) << v.out << v.err;
+  EXPECT_EQ(v.out.find("differs from what the generator emits"), std::string::npos) << v.out;
+}
+
+TEST(Tune, ConstraintsNamingAnUndeclaredParameterOrValueAreRefused) {
+  mi_test::TempDir dir("tunebad");
+  const fs::path model = golden("qwen3-tiny");
+  mi_test::write_text(dir / "a.toml", "[model]\npath = \"" + model.string() +
+                                          "\"\n[platform]\nname = \"x86-64-avx512\"\n[tuning]\nMI_TUNE_NOT_A_PARAMETER = 4\n");
+  auto r = metainfer({"plan", (dir / "a.toml").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("tuning.MI_TUNE_NOT_A_PARAMETER"), std::string::npos) << r.err;
+  mi_test::write_text(dir / "b.toml", "[model]\npath = \"" + model.string() +
+                                          "\"\n[platform]\nname = \"x86-64-avx512\"\n[tuning]\nMI_TUNE_MATVEC_ROWS = 3\n");
+  r = metainfer({"plan", (dir / "b.toml").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("expected one of 4, 8"), std::string::npos) << r.err;
+  mi_test::write_text(dir / "c.toml", "[model]\npath = \"" + model.string() + "\"\n[tuning]\nlowercase = 4\n");
+  r = metainfer({"plan", (dir / "c.toml").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("tuning.lowercase"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,196 @@
+#include "tune/kernel_tuner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "common/error.h"
+#include "platform/cpu_info.h"
+#include "process/subprocess.h"
+#include "tune/timing_program.h"
+
+namespace mi::tune {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// (rows, cols) of the model's linear layers for one decoder layer, plus the LM head for decode.
+std::vector<std::pair<int, int>> model_shapes(const coverage::Plan& plan, const std::string& op) {
+  auto dim = [&](const char* k) { return int(plan.dims.value(k, int64_t(0))); };
+  const int H = dim("hidden_size"), I = dim("intermediate_size"), nH = dim("num_attention_heads"),
+            nKV = dim("num_key_value_heads"), V = dim("vocab_size");
+  const int D = dim("head_dim") > 0 ? dim("head_dim") : (nH > 0 ? H / nH : 0);
+  if (H <= 0 || I <= 0 || nH <= 0 || nKV <= 0 || D <= 0) fail("tune: the plan lacks the model's dimensions");
+  std::vector<std::pair<int, int>> s = {{nH * D, H}, {nKV * D, H}, {nKV * D, H}, {H, nH * D}, {I, H}, {I, H}, {H, I}};
+  if (op == "matvec" && V > 0) s.push_back({V, H});
+  return s;
+}
+
+std::string find_compiler() {
+  for (const char* c : {"c++", "g++"}) {
+    const process::RunResult r = process::run({c, "--version"}, {.timeout_s = 30});
+    if (r.exit_code == 0) return c;
+  }
+  fail("tune: no C++ compiler (c++ or g++) on PATH; ./setup.sh installs g++");
+}
+
+std::vector<fs::path> level_sources(const fs::path& components, const std::string& level) {
+  std::vector<fs::path> out;
+  for (const fs::path dir : {components / "kernels" / level, components / "kernels" / "scalar", components / "kernels"})
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_regular_file() && e.path().extension() == ".cpp") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& plan, const TuneOptions& o) {
+  TuneResult result;
+  result.report = json::object();
+  if (platform.tuning.empty()) return result;
+  const fs::path components = o.repo_root / "components";
+  if (!fs::is_directory(components / "kernels" / platform.kernel_level))
+    fail("tune: kernel level sources not found at ", (components / "kernels" / platform.kernel_level).string());
+  const bool own_dir = o.work_dir.empty();
+  fs::path work = o.work_dir;
+  if (own_dir) {
+    std::string tmpl = (fs::temp_directory_path() / "mi-tune-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) fail("tune: cannot create a temporary directory");
+    work = tmpl;
+  }
+  fs::create_directories(work);
+  const std::string cxx = find_compiler();
+  const fs::path main_cpp = work / "tune_main.cpp";
+  std::ofstream(main_cpp) << timing_program_source(platform.kernel_level, platform.kernel_struct);
+  const auto sources = level_sources(components, platform.kernel_level);
+
+  for (const auto& param : platform.tuning) {
+    const auto shapes = model_shapes(plan, param.op);
+    json entry = {{"op", param.op}, {"default", param.default_value}, {"summary", param.summary},
+                  {"threads", o.threads}, {"tokens", param.op == "matvec" ? 1 : o.prefill_tokens}};
+    json shape_list = json::array();
+    for (const auto& [r, c] : shapes) shape_list.push_back({r, c});
+    entry["shapes"] = shape_list;
+    // Build one program per value.
+    std::map<int, fs::path> binaries;
+    std::map<int, json> results;
+    for (int v : param.values) {
+      const fs::path bin = work / (param.parameter + "_" + std::to_string(v));
+      std::vector<std::string> argv = {cxx, "-O3", "-DNDEBUG", "-std=c++20", "-pthread"};
+      argv.insert(argv.end(), platform.compile_flags.begin(), platform.compile_flags.end());
+      argv.push_back("-D" + param.parameter + "=" + std::to_string(v));
+      argv.push_back("-I" + components.string());
+      argv.push_back(main_cpp.string());
+      for (const auto& s : sources) argv.push_back(s.string());
+      argv.push_back("-o");
+      argv.push_back(bin.string());
+      std::cerr << "tune: building " << param.parameter << "=" << v << "\n";
+      const process::RunResult r = process::run(argv, {.timeout_s = 900, .merge_stderr = true});
+      if (r.exit_code != 0) fail("tune: building the timing program for ", param.parameter, "=", v, " failed:\n", r.out);
+      binaries[v] = bin;
+      results[v] = {{"ok", true}, {"seconds", nullptr}, {"runs", json::array()}};
+    }
+    // Interleaved rounds: every value once per round, so drift on a shared machine hits all of them alike.
+    std::vector<std::string> args = {param.op, std::to_string(o.threads), std::to_string(o.prefill_tokens),
+                                     std::to_string(o.repeats),
+                                     std::to_string(param.op == "matvec" ? std::min(o.decode_max_bytes, double(plan.weight_bytes)) : 0.0)};
+    for (const auto& [r, c] : shapes) {
+      args.push_back(std::to_string(r));
+      args.push_back(std::to_string(c));
+    }
+    for (int round = 0; round < o.rounds; ++round)
+      for (int v : param.values) {
+        json& res = results[v];
+        if (!res["ok"].get<bool>()) continue;
+        std::vector<std::string> argv = {binaries[v].string()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        const process::RunResult r = process::run(argv, {.timeout_s = 900});
+        json line;
+        try {
+          line = json::parse(r.out);
+        } catch (const json::exception&) {
+          line = {{"ok", false}, {"error", "exit " + std::to_string(r.exit_code) + ": " + r.out + r.err}};
+        }
+        if (!line.value("ok", false)) {
+          res["ok"] = false;
+          res["error"] = line.value("error", std::string("failed"));
+          continue;
+        }
+        const double s = line.at("seconds").get<double>();
+        res["runs"].push_back(s);
+        if (res["seconds"].is_null() || s < res["seconds"].get<double>()) res["seconds"] = s;
+        res["bytes"] = line.at("bytes");
+        res["flops"] = line.at("flops");
+      }
+    int chosen = 0;
+    double best = 1e300;
+    json values = json::object();
+    for (int v : param.values) {
+      json& res = results[v];
+      if (res["ok"].get<bool>() && !res["seconds"].is_null()) {
+        const double s = res["seconds"].get<double>();
+        if (param.op == "matvec") res["weights_gbs"] = res["bytes"].get<double>() / s / 1e9;
+        else res["gflops"] = res["flops"].get<double>() / s / 1e9;
+        if (s < best) {
+          best = s;
+          chosen = v;
+        }
+      }
+      values[std::to_string(v)] = res;
+    }
+    entry["values"] = values;
+    entry["chosen"] = chosen > 0 ? json(chosen) : json(nullptr);
+    if (chosen > 0) result.choice[param.parameter] = chosen;
+    result.report[param.parameter] = entry;
+    std::cerr << "tune: " << param.parameter << " = " << (chosen > 0 ? std::to_string(chosen) : "default (no value passed)") << "\n";
+  }
+  if (own_dir) {
+    std::error_code ec;
+    fs::remove_all(work, ec);
+  }
+  return result;
+}
+
+void record_experience(const fs::path& file, const ckb::Platform& platform, const coverage::Plan& plan,
+                       const TuneResult& result) {
+  const bool exists = fs::exists(file);
+  std::ofstream out(file, std::ios::app);
+  if (!out) fail(file.string(), ": cannot append the tuning measurements");
+  if (!exists)
+    out << "# Kernel tuning measurements written by `metainfer generate --tune` (toolkit/tune): which value of each\n"
+           "# platform kernel parameter was fastest, on which CPU, for which model shapes, with every timing. The next\n"
+           "# engine for the same platform starts from these instead of from scratch.\n";
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  const platform::CpuInfo cpu = platform::detect_cpu();
+  for (const auto& [name, entry] : result.report.items()) {
+    out << "\n[[measurement]]\n"
+        << "date = \"" << date << "\"\n"
+        << "platform = \"" << platform.id << "\"\n"
+        << "cpu = " << json(cpu.brand).dump() << "\n"
+        << "model = " << json(plan.constraints.model.filename().string()).dump() << "\n"
+        << "parameter = \"" << name << "\"\n"
+        << "op = \"" << entry.at("op").get<std::string>() << "\"\n"
+        << "threads = " << entry.at("threads").get<int>() << "\n"
+        << "shapes = " << entry.at("shapes").dump() << "\n"
+        << "chosen = " << (entry.at("chosen").is_null() ? std::string("\"default\"") : entry.at("chosen").dump()) << "\n"
+        << "seconds = { ";
+    bool first = true;
+    for (const auto& [v, res] : entry.at("values").items()) {
+      out << (first ? "" : ", ") << "\"" << v << "\" = "
+          << (res.at("seconds").is_null() ? std::string("-1.0") : json(res.at("seconds").get<double>()).dump());
+      first = false;
+    }
+    out << " }\n";
+  }
+}
+
+}  // namespace mi::tune

@@ -1,0 +1,44 @@
+// `metainfer generate --tune` (issue 9, "profiler-driven kernel selection"): for every kernel parameter the chosen
+// platform declares (ckb/platforms/<id>.toml [[tuning]]), compile a timing program once per candidate value (the
+// platform's flags plus -D<parameter>=<value>, the kernel level's own sources), check each build against the scalar
+// level on the model's actual shapes, time them interleaved on this machine, and keep the fastest that passed.
+// The choice goes into the constraints ([tuning], so the engine's build defines it and regeneration reproduces it)
+// and, with every timing, into MANIFEST.json and the CKB's experience layer (ckb/experience/kernel_tuning.toml).
+#pragma once
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ckb/ckb.h"
+#include "coverage/coverage.h"
+
+namespace mi::tune {
+
+struct TuneOptions {
+  int threads = 1;             // the engine's threads
+  int prefill_tokens = 256;    // M of the matmul timing
+  int rounds = 3;              // interleaved rounds over the candidates; each round takes a program's best of `repeats`
+  int repeats = 3;
+  // Decode weights streamed per pass: the model's own weight bytes, capped here (a larger model streams from DRAM
+  // either way), so a model that fits in the caches is timed in the caches, as it runs.
+  double decode_max_bytes = 512.0 * (1 << 20);
+  std::filesystem::path repo_root;              // where components/ is
+  std::filesystem::path work_dir;               // empty: a fresh temporary directory (removed afterwards)
+};
+
+struct TuneResult {
+  std::map<std::string, int> choice;  // parameter -> chosen value
+  nlohmann::json report;              // per parameter: op, shapes, per value {ok, seconds, error}, chosen
+};
+
+// mi::Error when no compiler is found or a candidate fails to build. A candidate that fails its correctness check
+// is reported and never chosen; a parameter with no passing candidate keeps the kernels' default (no define).
+TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& plan, const TuneOptions& options);
+
+// Appends the result as [[measurement]] entries to `experience_file` (created when missing).
+void record_experience(const std::filesystem::path& experience_file, const ckb::Platform& platform,
+                       const coverage::Plan& plan, const TuneResult& result);
+
+}  // namespace mi::tune
