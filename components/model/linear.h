@@ -7,6 +7,7 @@
 // One token (M == 1, decode) uses matvec; several tokens (prefill) use matmul over all of them at once.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <type_traits>
 
@@ -75,9 +76,23 @@ void linear(runtime::ThreadPool& pool, const W* weight, int out_features, int in
   static_assert(std::is_same_v<X, float> || std::is_same_v<W, bf16_t>, "fast (bf16) activations need bf16 weights");
   const long macs_per_unit = long(detail::kRowUnit) * in_features * std::max(M, 1);
   const int units_per_chunk = int(std::max(1L, detail::kMinMacsPerChunk / std::max(1L, macs_per_unit)));
-  // Chunks start at multiples of the grain, hence of kRowUnit rows.
-  pool.parallel_for(out_features, units_per_chunk * detail::kRowUnit, [&](int r0, int r1) {
-    detail::linear_rows<K>(weight, in_features, x, M, y, out_features, r0, r1);
+  const int grain = units_per_chunk * detail::kRowUnit;  // blocks start at multiples of kRowUnit rows
+  const int blocks = (out_features + grain - 1) / grain;
+  const int participants = pool.chunk_count(out_features, grain);
+  if (participants <= 1) return detail::linear_rows<K>(weight, in_features, x, M, y, out_features, 0, out_features);
+  // Dynamic split: about kBlocksPerThread blocks per participant, claimed from a shared counter. A thread that the
+  // OS delays (a shared machine) then holds up only its current block instead of a fixed half of the rows. Every
+  // row's value is computed by the same kernel call on the same block boundaries whoever claims it, so the result
+  // is the same as a static split's.
+  constexpr int kBlocksPerThread = 4;
+  const int block_rows = std::max(grain, (blocks / (participants * kBlocksPerThread)) * grain);
+  const int n_blocks = (out_features + block_rows - 1) / block_rows;
+  std::atomic<int> next{0};
+  pool.parallel_chunks(participants, 1, [&](int, int, int) {
+    for (int b = next.fetch_add(1, std::memory_order_relaxed); b < n_blocks; b = next.fetch_add(1, std::memory_order_relaxed)) {
+      const int r0 = b * block_rows, r1 = std::min(out_features, r0 + block_rows);
+      detail::linear_rows<K>(weight, in_features, x, M, y, out_features, r0, r1);
+    }
   });
 }
 
