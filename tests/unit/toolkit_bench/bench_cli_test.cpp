@@ -111,8 +111,30 @@ TEST_F(BenchCli, QuickMatrixReportHasEveryCellMetricAndBound) {
     EXPECT_TRUE(row["error"].is_null()) << row.dump();
     EXPECT_TRUE(positive(row["metrics"]["peak_rss_mb"])) << row.dump();
   }
-  EXPECT_EQ(sup["batch_scaling"]["available"], false);
-  EXPECT_NE(sup["batch_scaling"]["reason"].get<std::string>().find("one request at a time"), std::string::npos);
+  // Batch scaling from the engine's own bench: B = 1, 2, 4, 8 decoding together, each with an aggregate rate and a
+  // speedup relative to B = 1 (exactly 1 there); shapes only, the rates depend on the machine.
+  const json& batch = sup["batch_scaling"];
+  ASSERT_EQ(batch["available"], true) << batch.dump();
+  EXPECT_EQ(batch["prompt_tokens"], 11);
+  EXPECT_EQ(batch["gen_tokens"], 16);
+  ASSERT_EQ(batch["rows"].size(), 4u) << batch.dump();
+  std::vector<int> sizes;
+  for (const json& row : batch["rows"]) {
+    SCOPED_TRACE(row.dump());
+    sizes.push_back(row["batch"].get<int>());
+    EXPECT_TRUE(positive(row["metrics"]["aggregate_tok_s"]));
+    EXPECT_TRUE(positive(row["metrics"]["per_sequence_tok_s"]));
+    EXPECT_TRUE(positive(row["metrics"]["step_ms"]));
+    EXPECT_EQ(row["metrics"]["aggregate_tok_s"]["n"], 2);
+    // aggregate = B x per-sequence, run by run, so also in the mean.
+    EXPECT_NEAR(row["metrics"]["aggregate_tok_s"]["mean"].get<double>(),
+                sizes.back() * row["metrics"]["per_sequence_tok_s"]["mean"].get<double>(),
+                1e-9 * row["metrics"]["aggregate_tok_s"]["mean"].get<double>());
+    EXPECT_GT(row["speedup"].get<double>(), 0);
+  }
+  EXPECT_EQ(sizes, (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_DOUBLE_EQ(batch["rows"][0]["speedup"].get<double>(), 1.0);
+  EXPECT_NE(r.out.find("| 8 |"), std::string::npos) << r.out;
 
   // Markdown on stdout, progress on stderr, the SVG chart.
   EXPECT_NE(r.out.find("| prompt | gen | TTFT ms | TPOT ms |"), std::string::npos) << r.out;
