@@ -10,7 +10,7 @@
 //   matrix   per cell (prompt p, generation n): TTFT (prefill + first argmax), TPOT = (latency - TTFT) / (n - 1),
 //            e2e, decode, prefill tok/s, llama-bench pp/tg/pg, peak RSS; mean +- stddev over --runs after --warmup.
 //   batch    batch scaling: B sequences, each prefilled with its own --batch-prompt ids, then --batch-gen decode steps
-//            of all B together (Model::forward_batch); aggregate tok/s = B x steps / time, speedup vs B = 1.
+//            (default: the shortest generation, capped by the context left) of all B together (Model::forward_batch); aggregate tok/s = B x steps / time, speedup vs B = 1.
 //   chunked  chunked prefill at the matrix's chunk prompt: TTFT and peak RSS per chunk vs none.
 //   profile  (--profile) per-op time of one decode step (after a --profile-prompt prefill) and of that prefill, with
 //            bytes and FLOPs per op (engine/op_cost.h), achieved GB/s, GFLOP/s, and fraction of the bound when
@@ -227,7 +227,8 @@ inline BenchPlan plan_bench(const BenchSettings& s, int max_context) {
   if (s.batch_prompt < 0) fail("--batch-prompt: expected an integer >= 1, got ", s.batch_prompt);
   if (s.batch_gen < 0 || (s.batch_gen > 0 && s.batch_gen < 2)) fail("--batch-gen: expected an integer >= 2, got ", s.batch_gen);
   plan.batch_prompt = s.batch_prompt > 0 ? s.batch_prompt : mx.prompts.front();
-  plan.batch_gen = s.batch_gen > 0 ? s.batch_gen : mx.gens.front();
+  // The default decode steps (the shortest generation) are capped by the context the prompt leaves; given ones are not.
+  plan.batch_gen = s.batch_gen > 0 ? s.batch_gen : std::max(2, std::min(mx.gens.front(), max_context - plan.batch_prompt));
   if (plan.batch && plan.batch_prompt + plan.batch_gen > max_context)
     fail("--batch-prompt ", plan.batch_prompt, " + --batch-gen ", plan.batch_gen, " exceeds the engine's max_context of ",
          max_context);
