@@ -15,7 +15,8 @@
 //   profile  (--profile) per-op time of one decode step (after a --profile-prompt prefill) and of that prefill, with
 //            bytes and FLOPs per op (engine/op_cost.h), achieved GB/s, GFLOP/s, and fraction of the bound when
 //            --bandwidth-gbs and --peak-gflops are given (`metainfer bench --profile` passes its measured limits);
-//            without them the fractions are null (no probe is run here).
+//            without them the fractions are null (no probe is run here). With the batch part too, also the per-op
+//            time of the largest batch's decode step (report "profile_batch").
 // Peak RSS per run: the high-water mark is reset before the run (/proc/self/clear_refs, value 5) and VmHWM read
 // after; where that is refused, getrusage's process-lifetime maximum is reported and "peak_rss_source" says so.
 // Progress goes to the error stream; the report to --json (and a short table to the output stream).
@@ -71,6 +72,15 @@ using nlohmann::ordered_json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 inline double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// CPU seconds this process has used (all threads). Over a timed loop, cpu / (wall x threads) below 1 shows the
+// threads were waiting (memory, the pool) or, on a shared machine, not scheduled: reported beside the rates so a
+// slow row can be told from a busy machine.
+inline double cpu_seconds() {
+  struct rusage u {};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
 
 // Deterministic prompt ids in [1, vocab): the same for every run of a cell, different per seed (each batch row).
 inline std::vector<int32_t> prompt_ids(int n, int vocab, uint64_t seed) {
@@ -377,22 +387,42 @@ nlohmann::ordered_json run_engine_bench(const BenchSettings& s, const BenchPlan&
           tokens.push_back(greedy_prefill(model, seqs.back(), prompt_ids(batch_prompt, V, uint64_t(b)),
                                           std::min(max_step, batch_prompt + batch_gen), logits));
         }
+        const double cpu0 = cpu_seconds();
         const auto t0 = Clock::now();
         for (int step = 0; step < batch_gen; ++step) {
           model.forward_batch(seqs.data(), tokens.data(), B, logits.data());
           for (int b = 0; b < B; ++b) tokens[std::size_t(b)] = model::greedy_token(logits.data() + std::size_t(b) * V, V);
         }
-        const double t = since(t0);
+        const double t = since(t0), cpu = cpu_seconds() - cpu0;
         for (int seq : seqs) model.free_sequence(seq);
         if (i >= s.warmup)
           runs.push_back({{"aggregate_tok_s", double(B) * batch_gen / t}, {"per_sequence_tok_s", batch_gen / t},
-                          {"step_ms", t / batch_gen * 1e3}});
+                          {"step_ms", t / batch_gen * 1e3}, {"cpu_share", cpu / (t * threads)}});
       }
-      const ordered_json metrics = stats_json(runs, {"aggregate_tok_s", "per_sequence_tok_s", "step_ms"});
+      const ordered_json metrics = stats_json(runs, {"aggregate_tok_s", "per_sequence_tok_s", "step_ms", "cpu_share"});
       const double aggregate = metrics["aggregate_tok_s"].is_object() ? metrics["aggregate_tok_s"]["mean"].get<double>() : kNaN;
       if (B == 1) base = aggregate;
       rows.push_back({{"batch", B}, {"metrics", metrics},
                       {"speedup", std::isfinite(base) && base > 0 ? ordered_json(aggregate / base) : ordered_json(nullptr)}});
+    }
+    if (plan.profile) {
+      if constexpr (requires(M& m, model::OpProfiler* p) { m.set_profiler(p); M::op_names(); }) {
+        const int B = batches.back();
+        progress << "bench: profile (" << batch_gen << " batched decode steps of B=" << B << ")\n" << std::flush;
+        std::vector<int> seqs;
+        std::vector<int32_t> tokens;
+        std::vector<float> logits(static_cast<std::size_t>(V));
+        for (int b = 0; b < B; ++b) {
+          seqs.push_back(model.new_sequence());
+          tokens.push_back(greedy_prefill(model, seqs.back(), prompt_ids(batch_prompt, V, uint64_t(b)),
+                                          std::min(max_step, batch_prompt + batch_gen), logits));
+        }
+        ProfileSettings ps;
+        ps.bandwidth_gbs = s.bandwidth_gbs;
+        ps.peak_gflops = s.peak_gflops;
+        report["profile_batch"] = profile_batch_steps(model, cost, seqs, tokens, batch_prompt, batch_gen, ps);
+        for (int seq : seqs) model.free_sequence(seq);
+      }
     }
     supplementary["batch_scaling"] = {{"available", true}, {"batch_sizes", batches}, {"prompt_tokens", batch_prompt},
                                       {"gen_tokens", batch_gen}, {"max_batch", max_batch}, {"rows", rows}};

@@ -34,6 +34,7 @@ inline nlohmann::ordered_json num_or_null(double v, bool ok) { return ok ? nlohm
 // The table of one profiled phase. forwards: the (start, T, rows) of each forward call the profiler saw.
 struct Call {
   int start, T, rows;
+  bool batched = false;  // T rows of T different sequences, each one new token at position start (forward_batch)
 };
 
 inline nlohmann::ordered_json table(const std::vector<std::string>& names, const model::OpProfiler& prof,
@@ -49,7 +50,10 @@ inline nlohmann::ordered_json table(const std::vector<std::string>& names, const
     OpCost c;
     const double per_forward = double(prof.calls(op)) / double(calls.size());  // e.g. layers, or 2 x layers
     for (const Call& f : calls) {
-      const OpCost one = cost.per_call(names[i], f.T, f.start, f.rows, &known);
+      // A batched step's attention is T single-token attentions, each over its own sequence's cache.
+      const bool per_row = f.batched && names[i] == "attention";
+      OpCost one = cost.per_call(names[i], per_row ? 1 : f.T, f.start, per_row ? 1 : f.rows, &known);
+      if (per_row) one.bytes *= f.T, one.flops *= f.T;
       c.bytes += one.bytes * per_forward, c.flops += one.flops * per_forward;
     }
     c.bytes /= divide_by, c.flops /= divide_by;
@@ -151,6 +155,38 @@ nlohmann::ordered_json profile_steps(M& model, const OpCostModel& cost, const st
     model.free_sequence(seq);
     throw;
   }
+}
+
+// Profiles `steps` batched decode steps (Model::forward_batch) of the live sequences seqs[0, B), all of length
+// `position`, feeding back each row's greedy token; the per-op times are averaged over the steps.
+template <class M>
+nlohmann::ordered_json profile_batch_steps(M& model, const OpCostModel& cost, const std::vector<int>& seqs,
+                                           std::vector<int32_t> tokens, int position, int steps, const ProfileSettings& ps) {
+  using profile_detail::Call;
+  const std::vector<std::string> names = M::op_names();
+  const int B = int(seqs.size()), V = model.vocab_size();
+  std::vector<float> logits(std::size_t(B) * std::size_t(V));
+  model::OpProfiler prof(names.size());
+  std::vector<Call> calls;
+  model.set_profiler(&prof);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    for (int i = 0; i < steps; ++i) {
+      model.forward_batch(seqs.data(), tokens.data(), B, logits.data());
+      calls.push_back({position + i, B, B, true});
+      for (int b = 0; b < B; ++b) tokens[std::size_t(b)] = model::greedy_token(logits.data() + std::size_t(b) * V, V);
+    }
+  } catch (...) {
+    model.set_profiler(nullptr);
+    throw;
+  }
+  const double wall = profile_detail::since(t0);
+  model.set_profiler(nullptr);
+  nlohmann::ordered_json t = profile_detail::table(names, prof, calls, wall, steps, cost, ps);
+  t["batch"] = B;
+  t["position"] = position;
+  t["steps_averaged"] = steps;
+  return t;
 }
 
 }  // namespace mi::engine
