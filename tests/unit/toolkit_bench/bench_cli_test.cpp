@@ -200,6 +200,45 @@ TEST_F(BenchCli, BaselineCommandWithLlamaBenchJsonGivesRatios) {
   EXPECT_FALSE(read_json(path("bad.json"))["errors"].empty());
 }
 
+// --profile: the engine's per-op profile of one decode step and one prefill, with the machine limits metainfer
+// measured passed as the bounds: every op of the generated forward once, bytes and FLOPs, a fraction of bound.
+TEST_F(BenchCli, ProfileListsEveryOpWithCostAndBound) {
+  const auto r = metainfer({"bench", engine().string(), "--prompts", "11", "--gens", "4", "--runs", "1", "--warmup", "0", "--threads", "1",
+                            "--no-supplementary", "--profile", "--bandwidth-mib", "64", "--json", path("profile.json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json rep = read_json(path("profile.json"));
+  EXPECT_TRUE(rep["errors"].empty()) << rep["errors"].dump();
+  const json& prof = rep["profile"];
+  ASSERT_TRUE(prof.is_object()) << rep.dump();
+  const double bandwidth = rep["limits"]["decode_bandwidth_gbs"].get<double>();
+  EXPECT_NEAR(prof["bandwidth_gbs"].get<double>(), bandwidth, 1e-5 * bandwidth) << "passed with 6 significant digits";
+  EXPECT_GT(prof["peak_gflops"].get<double>(), 0);
+  const std::set<std::string> expected = {"embed", "input_norm", "qkv_proj", "qk_norm", "rope", "attention", "o_proj",
+                                          "residual_add", "post_attention_norm", "swiglu_mlp", "final_norm", "lm_head"};
+  for (const char* phase : {"decode", "prefill"}) {
+    SCOPED_TRACE(phase);
+    const json& t = prof[phase];
+    std::set<std::string> ops;
+    double share = 0;
+    for (const json& op : t["ops"]) {
+      SCOPED_TRACE(op.dump());
+      ops.insert(op["op"].get<std::string>());
+      share += op["share"].get<double>();
+      EXPECT_GE(op["ms"].get<double>(), 0);
+      EXPECT_TRUE(op["fraction_of_bound"].is_number() || op["ms"].get<double>() == 0);
+      if (op["op"] != "embed") EXPECT_GT(op["flops"].get<double>(), 0);
+      EXPECT_GT(op["bytes"].get<double>(), 0);
+    }
+    EXPECT_EQ(ops, expected);
+    EXPECT_NEAR(share, 1.0, 1e-9);
+    EXPECT_GE(t["wall_ms"].get<double>(), 0.999 * t["ops_ms"].get<double>()) << "the ops run inside the step";
+  }
+  // The residual add runs twice per layer: twice the layers' calls of the one-per-layer ops.
+  for (const json& op : prof["decode"]["ops"])
+    if (op["op"] == "residual_add") EXPECT_EQ(op["calls"].get<double>(), 2 * rep["model"]["layers"].get<double>()) << op.dump();
+  EXPECT_NE(r.out.find("### Profile: one decode step"), std::string::npos) << r.out;
+}
+
 // Every input is checked before the engine's binary is needed, so a generated engine that is not built serves all rows.
 TEST(BenchCliBadInput, Exits2) {
   const mi_test::TempDir dir("bench-bad");
