@@ -155,11 +155,13 @@ std::string to_markdown(const json& r) {
   const json& batch = sup.value("batch_scaling", json(nullptr));
   if (batch.is_object() && batch.value("available", false)) {
     md << "### Batch scaling (B sequences decoding together, prompt " << batch["prompt_tokens"] << ", " << batch["gen_tokens"]
-       << " decode steps)\n\n| B | aggregate tok/s | per-sequence tok/s | step ms | speedup vs B = 1 |\n|---:|---:|---:|---:|---:|\n";
+       << " decode steps)\n\n| B | aggregate tok/s | per-sequence tok/s | step ms | CPU share | speedup vs B = 1 | best-run speedup |\n"
+       << "|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const json& row : batch["rows"])
       md << "| " << row["batch"] << " | " << format_stat(row["metrics"]["aggregate_tok_s"]) << " | "
          << format_stat(row["metrics"]["per_sequence_tok_s"]) << " | " << format_stat(row["metrics"]["step_ms"]) << " | "
-         << num(row["speedup"]) << " |\n";
+         << format_stat(row["metrics"]["cpu_share"]) << " | " << num(row["speedup"]) << " | " << num(row.value("speedup_best", json(nullptr)))
+         << " |\n";
     md << "\n";
   } else if (batch.is_object()) {
     md << "### Batch scaling\n\n" << batch.value("reason", std::string("not available")) << "\n\n";

@@ -62,6 +62,12 @@ TEST(EngineBench, ReportHasCellsBatchRowsAndChunkRows) {
     EXPECT_GT(row["speedup"].get<double>(), 0);
   }
   EXPECT_DOUBLE_EQ(batch["rows"][0]["speedup"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(batch["rows"][0]["speedup_best"].get<double>(), 1.0);
+  // Sizes take turns run by run: the progress lines alternate B=1, B=2, B=3.
+  const std::size_t first_b3 = r.err.find("batch scaling B=3"), second_b1 = r.err.find("batch scaling B=1 run 2/2");
+  ASSERT_NE(first_b3, std::string::npos) << r.err;
+  ASSERT_NE(second_b1, std::string::npos) << r.err;
+  EXPECT_LT(first_b3, second_b1) << r.err;
 
   // Chunked prefill at the largest prompt (9): none, then the quick matrix's chunks below it (none of 16, 32).
   const json& chunked = rep["supplementary"]["chunked_prefill"];

@@ -134,6 +134,9 @@ TEST_F(BenchCli, QuickMatrixReportHasEveryCellMetricAndBound) {
   }
   EXPECT_EQ(sizes, (std::vector<int>{1, 2, 4, 8}));
   EXPECT_DOUBLE_EQ(batch["rows"][0]["speedup"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(batch["rows"][0]["speedup_best"].get<double>(), 1.0);
+  for (const json& row : batch["rows"])  // the best run is at least the mean
+    EXPECT_GE(row["best_aggregate_tok_s"].get<double>(), row["metrics"]["aggregate_tok_s"]["mean"].get<double>() * (1 - 1e-12));
   EXPECT_NE(r.out.find("| 8 |"), std::string::npos) << r.out;
 
   // Markdown on stdout, progress on stderr, the SVG chart.
