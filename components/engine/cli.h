@@ -6,6 +6,8 @@
 //   ENGINE chat --model DIR [--max-new-tokens N] [sampling flags] [--stop S]... [--mode ...] [--threads N]
 //   ENGINE score --model DIR --prompt-ids 1,2,3 --logits-out FILE [--mode precise|fast] [--threads N]
 //                [--prefill-chunk N]      (teacher-forced logits of every position, raw little-endian f32 [n, vocab])
+//   ENGINE bench --model DIR [--matrix paper|quick] [--runs N] [--threads T] [--batch 1,2,4,8] [--max-batch B]
+//                [--profile] [--json FILE] ...   (in-process benchmark, engine/bench.h lists every flag)
 //   ENGINE --version [--json]
 //
 // Exit status: 0 success; 2 bad input (unknown flag, malformed or out-of-range value, a prompt the model cannot
@@ -25,7 +27,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -36,8 +40,10 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_template.h"
+#include "io/model_config.h"
 #include "common/error.h"
 #include "common/output_check.h"
+#include "engine/bench.h"
 #include "engine/generation.h"
 #include "engine/model_interface.h"
 #include "runtime/sampler.h"
@@ -62,6 +68,7 @@ struct EngineInfo {
   int chunked_prefill = 0;
   int vocab_size = 0;  // 0 = unknown until the model is loaded
   bool fast_numerics_default = false;
+  std::string weight_dtype;  // "bf16", "f32", ... (bench --profile counts weight bytes by it)
 };
 
 // Generated tokens when --max-new-tokens is not given (capped by what is left of max_context).
@@ -416,6 +423,81 @@ int run_score(const EngineInfo& info, const Options& o, std::ostream& out) {
   return 0;
 }
 
+inline std::vector<int> parse_int_list(const std::string& flag, const std::string& text) {
+  std::vector<int> out;
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', pos);
+    const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    int v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size())
+      usage_fail(flag, ": '", item, "' is not an integer (expected a comma-separated list, e.g. 1,2,4,8)");
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// `bench`: engine/bench.h. The report goes to --json (when given) and, as one JSON line, to `out`.
+template <EngineModel M>
+int run_bench(const EngineInfo& info, const Options& o, BenchSettings bs, const std::string& prompts,
+              const std::string& gens, const std::string& batch, const std::string& parts, std::ostream& out,
+              std::ostream& err) {
+  if (!prompts.empty()) bs.prompts = parse_int_list("--prompts", prompts);
+  if (!gens.empty()) bs.gens = parse_int_list("--gens", gens);
+  if (!batch.empty()) bs.batch = parse_int_list("--batch", batch);
+  if (!parts.empty()) {
+    bs.parts.clear();
+    std::stringstream ss(parts);
+    for (std::string p; std::getline(ss, p, ',');) bs.parts.push_back(p);
+  }
+  const int max_step = max_step_tokens(info);
+  BenchPlan plan;
+  try {
+    plan = plan_bench(bs, info.max_context);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  std::ofstream json_file;
+  if (!bs.json_path.empty()) {
+    json_file.open(bs.json_path);
+    if (!json_file) usage_fail("--json: cannot create '", bs.json_path, "'");
+  }
+  OpCostModel cost;
+  try {
+    const io::ModelConfig c = io::load_model_config(o.model_dir);
+    cost = {c.vocab_size, c.hidden_size, c.intermediate_size, c.num_hidden_layers, c.num_attention_heads,
+            c.num_key_value_heads, c.head_dim, OpCostModel::bytes_per_weight(info.weight_dtype)};
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  auto make_model = [&](int max_batch, int max_context) {
+    RuntimeOptions r = runtime_options(o, info);
+    r.max_batch = max_batch;
+    r.max_context = max_context;
+    r.kv_block_size = std::min(info.kv_block_size, max_context);
+    return load_model<M>(o.model_dir, r);
+  };
+  nlohmann::ordered_json report =
+      run_engine_bench<M>(bs, plan, cost, info.max_context, max_step, o.threads, make_model, err);
+  report["engine"] = {{"name", info.engine_name},         {"kernel_level", info.kernel_level},
+                      {"max_context", info.max_context},  {"chunked_prefill", info.chunked_prefill},
+                      {"max_batch", info.max_batch},      {"weight_dtype", info.weight_dtype},
+                      {"mode", o.mode}};
+  const std::string text = dump_json(report);
+  if (json_file.is_open()) {
+    json_file << report.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    json_file.close();
+    if (!json_file) fail("--json: writing '", bs.json_path, "' failed");
+  }
+  errno = 0;
+  out << text << "\n" << std::flush;
+  check_output(out, errno);
+  return 0;
+}
+
 template <EngineModel M>
 int run_chat(const EngineInfo& info, const Options& o, std::istream& in, std::ostream& out, std::ostream& err) {
   require_tokenizer(o.model_dir, "chat");
@@ -505,6 +587,28 @@ int run_engine_cli_unchecked(const EngineInfo& info, int argc, const char* const
   score->add_option("--mode", o.mode, "numerics: precise or fast")->check(CLI::IsMember({"precise", "fast"}));
   score->add_option("--threads", o.threads, "worker threads");
   score->add_option("--prefill-chunk", o.prefill_chunk, "ids per forward step (default: the engine's maximum)");
+  CLI::App* bench = app.add_subcommand("bench", "measure this engine in-process: matrix, batch scaling, chunked prefill, --profile");
+  BenchSettings bs;
+  std::string bench_prompts, bench_gens, bench_batch, bench_parts;
+  bench->add_option("--model", o.model_dir, "checkpoint directory (config.json, *.safetensors)")->required();
+  bench->add_option("--matrix", bs.matrix, "paper (prompts 11,256,1021 x gens 256,1024,2048) or quick (11,64 x 16,32)")
+      ->check(CLI::IsMember({"paper", "quick"}));
+  bench->add_option("--prompts", bench_prompts, "prompt lengths replacing the matrix's: 11,64");
+  bench->add_option("--gens", bench_gens, "generation lengths replacing the matrix's: 16,32");
+  bench->add_option("--runs", bs.runs, "measured runs per cell (mean +- stddev; default 3)");
+  bench->add_option("--warmup", bs.warmup, "unmeasured runs before them (default 1)");
+  bench->add_option("--threads", o.threads, "worker threads");
+  bench->add_option("--mode", o.mode, "numerics: precise or fast")->check(CLI::IsMember({"precise", "fast"}));
+  bench->add_option("--batch", bench_batch, "batch sizes of the batch-scaling study (default 1,2,4,8)");
+  bench->add_option("--batch-prompt", bs.batch_prompt, "prompt tokens per sequence there (default: the shortest prompt)");
+  bench->add_option("--batch-gen", bs.batch_gen, "decode steps there (default: the shortest generation)");
+  bench->add_option("--max-batch", bs.max_batch, "sequences the model holds at once (default: the largest --batch)");
+  bench->add_option("--parts", bench_parts, "what to run: a subset of matrix,batch,chunked,profile (default matrix,batch,chunked; --profile adds profile)");
+  bench->add_flag("--profile", bs.profile, "per-op time of one decode step and one prefill, with bytes, FLOPs and bounds");
+  bench->add_option("--profile-prompt", bs.profile_prompt, "prefill length of the profile (default 256)");
+  bench->add_option("--bandwidth-gbs", bs.bandwidth_gbs, "memory bandwidth bound for the profile's fractions");
+  bench->add_option("--peak-gflops", bs.peak_gflops, "compute bound for the profile's fractions");
+  bench->add_option("--json", bs.json_path, "write the report (metainfer-bench/1) to this file");
   app.require_subcommand(0, 1);
 
   try {
@@ -522,6 +626,11 @@ int run_engine_cli_unchecked(const EngineInfo& info, int argc, const char* const
     if (score->parsed()) {
       check_common(o, info);
       return run_score<M>(info, o, out);
+    }
+    if (bench->parsed()) {
+      check_common(o, info);
+      bs.model_dir = o.model_dir;
+      return run_bench<M>(info, o, bs, bench_prompts, bench_gens, bench_batch, bench_parts, out, err);
     }
     o.max_new_tokens_given = (gen->parsed() ? gen : chat)->count("--max-new-tokens") > 0;
     if (gen->parsed()) {

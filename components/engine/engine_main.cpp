@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   info.chunked_prefill = cfg::kChunkedPrefill;
   info.vocab_size = cfg::kVocabSize;
   info.fast_numerics_default = cfg::kFastNumericsDefault;
+  info.weight_dtype = cfg::kWeightDtype;
   const int status = mi::engine::run_engine_cli<engine::Model>(info, argc, argv);
   // run_engine_cli reported a failed stdout already when status != 0; this catches what only the final flush sees.
   return status != 0 ? status : mi::finish_standard_output(cfg::kEngineName, status);

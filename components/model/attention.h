@@ -45,6 +45,41 @@ inline std::size_t attention_scratch_floats(int threads, int max_context) {
   return std::size_t(threads) * std::size_t(kAttentionQueryBlock) * std::size_t(max_context);
 }
 
+namespace detail {
+// Queries qi[0, n_items) that share KV head kv_h of `seq`, query i attending to positions [0, len[i]): the cache is
+// walked once for all of them, every page of keys (then of values) used by every query while it sits in L1. Scores
+// of query i go to s + i * s_stride (softmax in place), its output to oi[i] [head_dim]. Each query's result is the
+// same sum in the same order as walking the cache for it alone.
+template <class K>
+void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, const float* const* qi,
+                  float* const* oi, const int* len, int n_items, int head_dim, float scale, float* s,
+                  std::size_t s_stride) {
+  int longest = 0;
+  for (int i = 0; i < n_items; ++i) longest = std::max(longest, len[i]);
+  // The cache is paged: each span is one block's run of contiguous rows (row stride head_dim).
+  for (int p = 0; p < longest;) {
+    const runtime::KvCache::HeadSpan span = cache.head_span(seq, layer, kv_h, p, longest);
+    for (int i = 0; i < n_items; ++i)
+      if (p < len[i])
+        K::attention_scores(qi[i], span.keys, std::size_t(head_dim), std::min(span.tokens, len[i] - p), head_dim,
+                            scale, s + std::size_t(i) * s_stride + p);
+    p += span.tokens;
+  }
+  for (int i = 0; i < n_items; ++i) {
+    K::softmax(s + std::size_t(i) * s_stride, len[i]);
+    std::memset(oi[i], 0, sizeof(float) * std::size_t(head_dim));
+  }
+  for (int p = 0; p < longest;) {
+    const runtime::KvCache::HeadSpan span = cache.head_span(seq, layer, kv_h, p, longest);
+    for (int i = 0; i < n_items; ++i)
+      if (p < len[i])
+        K::attention_values(s + std::size_t(i) * s_stride + p, span.values, std::size_t(head_dim),
+                            std::min(span.tokens, len[i] - p), head_dim, oi[i]);
+    p += span.tokens;
+  }
+}
+}  // namespace detail
+
 //   q   [T, heads * head_dim] (rotary already applied)
 //   out [T, heads * head_dim]
 //   scores: attention_scratch_floats(pool.threads(), cache max_context) floats
@@ -82,37 +117,57 @@ void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, 
       const float* qi[kAttentionQueryBlock];
       float* oi[kAttentionQueryBlock];
       int len[kAttentionQueryBlock];  // causal: item i attends to positions [0, len[i])
-      int longest = 0;
       for (int i = 0; i < b1 - b0; ++i) {
         const int h = (b0 + i) / T, t = (b0 + i) % T;
         qi[i] = q + std::size_t(t) * row_floats + std::size_t(h) * head_dim;
         oi[i] = out + std::size_t(t) * row_floats + std::size_t(h) * head_dim;
         len[i] = first_position + t + 1;
-        longest = std::max(longest, len[i]);
       }
-      const int n_items = b1 - b0;
-      // The cache is paged: each span is one block's run of contiguous rows (row stride head_dim).
-      for (int p = 0; p < longest;) {
-        const runtime::KvCache::HeadSpan span = cache.head_span(seq, layer, kv_h, p, longest);
-        for (int i = 0; i < n_items; ++i)
-          if (p < len[i])
-            K::attention_scores(qi[i], span.keys, std::size_t(head_dim), std::min(span.tokens, len[i] - p), head_dim,
-                                scale, s + std::size_t(i) * max_context + p);
-        p += span.tokens;
-      }
-      for (int i = 0; i < n_items; ++i) {
-        K::softmax(s + std::size_t(i) * max_context, len[i]);
-        std::memset(oi[i], 0, sizeof(float) * std::size_t(head_dim));
-      }
-      for (int p = 0; p < longest;) {
-        const runtime::KvCache::HeadSpan span = cache.head_span(seq, layer, kv_h, p, longest);
-        for (int i = 0; i < n_items; ++i)
-          if (p < len[i])
-            K::attention_values(s + std::size_t(i) * max_context + p, span.values, std::size_t(head_dim),
-                                std::min(span.tokens, len[i] - p), head_dim, oi[i]);
-        p += span.tokens;
-      }
+      detail::attend_block<K>(cache, seq, layer, kv_h, qi, oi, len, b1 - b0, head_dim, scale, s, max_context);
       b0 = b1;
+    }
+  });
+}
+
+// Batched decode: row b of q is the one new token of sequence seqs[b], at position length(seqs[b]) - 1 (its key and
+// value already stored). One pool dispatch covers every (row, KV head) pair, so B sequences cost one wake-up per
+// layer, not B; the query heads of a pair share one walk of that KV head's cache (detail::attend_block). Each row attends only to its own sequence's cache; the per-head arithmetic is the one causal_attention
+// does, so a row's output equals causal_attention over that sequence alone.
+template <class K>
+void decode_attention_batch(runtime::ThreadPool& pool, const runtime::KvCache& cache, const int* seqs, int B,
+                            int layer, const AttentionDims& dims, const float* q, float* out, float* scores) {
+  const int heads = dims.heads, kv_heads = dims.kv_heads, head_dim = dims.head_dim;
+  if (heads <= 0 || kv_heads <= 0 || head_dim <= 0 || heads % kv_heads != 0)
+    fail("attention: heads (", heads, ") must be a positive multiple of kv_heads (", kv_heads, ")");
+  if (kv_heads != cache.shape().kv_heads || head_dim != cache.shape().head_dim)
+    fail("attention: kv_heads ", kv_heads, " / head_dim ", head_dim, " do not match the KV cache (",
+         cache.shape().kv_heads, " / ", cache.shape().head_dim, ")");
+  for (int b = 0; b < B; ++b)
+    if (cache.length(seqs[b]) < 1) fail("attention: sequence ", seqs[b], " (row ", b, ") has no token in the KV cache");
+  const int group = heads / kv_heads;
+  const std::size_t row_floats = std::size_t(heads) * std::size_t(head_dim);
+  const std::size_t max_context = std::size_t(cache.shape().max_context);
+  const float scale = float(1.0 / std::sqrt(double(head_dim)));
+  static_assert(kAttentionQueryBlock >= 1);
+  pool.parallel_chunks(B * kv_heads, 1, [&](int chunk, int begin, int end) {
+    float* s = scores + std::size_t(chunk) * kAttentionQueryBlock * max_context;
+    for (int item = begin; item < end; ++item) {
+      const int b = item / kv_heads, kv_h = item % kv_heads;
+      const int n = cache.length(seqs[b]);
+      // The group's query heads, at most kAttentionQueryBlock per walk.
+      for (int g0 = 0; g0 < group; g0 += kAttentionQueryBlock) {
+        const int count = std::min(kAttentionQueryBlock, group - g0);
+        const float* qi[kAttentionQueryBlock];
+        float* oi[kAttentionQueryBlock];
+        int len[kAttentionQueryBlock];
+        for (int i = 0; i < count; ++i) {
+          const int h = kv_h * group + g0 + i;
+          qi[i] = q + std::size_t(b) * row_floats + std::size_t(h) * head_dim;
+          oi[i] = out + std::size_t(b) * row_floats + std::size_t(h) * head_dim;
+          len[i] = n;
+        }
+        detail::attend_block<K>(cache, seqs[b], layer, kv_h, qi, oi, len, count, head_dim, scale, s, max_context);
+      }
     }
   });
 }

@@ -70,4 +70,23 @@ void apply_rotary(runtime::ThreadPool& pool, const RotaryTable& table, float* x,
   });
 }
 
+// Batched decode: row r of x is at its own position positions[r] (one new token of each of `rows` sequences).
+template <class K>
+void apply_rotary_at(runtime::ThreadPool& pool, const RotaryTable& table, float* x, int rows, std::size_t row_stride,
+                     int heads, int head_dim, const int* positions) {
+  if (head_dim != table.head_dim())
+    fail("rotary: head_dim ", head_dim, " does not match the table's head_dim ", table.head_dim());
+  for (int r = 0; r < rows; ++r)
+    if (positions[r] < 0 || positions[r] >= table.max_positions())
+      fail("rotary: row ", r, " position ", positions[r], " is outside the table's ", table.max_positions(),
+           " positions (max context)");
+  pool.parallel_for(rows, 8, [&](int r0, int r1) {
+    for (int r = r0; r < r1; ++r) {
+      float* row = x + std::size_t(r) * row_stride;
+      for (int h = 0; h < heads; ++h)
+        K::rope_rotate_half(row + std::size_t(h) * head_dim, table.cos(positions[r]), table.sin(positions[r]), head_dim);
+    }
+  });
+}
+
 }  // namespace mi::model

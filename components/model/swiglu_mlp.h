@@ -2,6 +2,7 @@
 //   out = down( silu(gate(x)) * up(x) ),   gate/up [intermediate, hidden], down [hidden, intermediate].
 // Numerics N as in linear.h: in fast mode x and the activation product are rounded to bf16 before their matmuls.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 
 #include "model/linear.h"
@@ -25,7 +26,10 @@ void swiglu_mlp(runtime::ThreadPool& pool, const W* gate_proj, const W* up_proj,
   const MatmulInput<N>* xin = matmul_input<K, N>(pool, x, std::size_t(M) * std::size_t(hidden), scratch.x_rounded);
   linear<K>(pool, gate_proj, intermediate, hidden, xin, M, scratch.gate);
   linear<K>(pool, up_proj, intermediate, hidden, xin, M, scratch.up);
-  pool.parallel_for(M, 1, [&](int m0, int m1) {
+  // A few rows (decode, batched decode) run on the calling thread: splitting them costs a pool wake-up for ~1 us of
+  // work (16384 elements per chunk, as the norms: model/rms_norm.h).
+  constexpr int kSiluElementsPerChunk = 16384;
+  pool.parallel_for(M, std::max(1, kSiluElementsPerChunk / std::max(intermediate, 1)), [&](int m0, int m1) {
     const std::size_t offset = std::size_t(m0) * std::size_t(intermediate);
     K::silu_mul(scratch.gate + offset, scratch.up + offset, scratch.act + offset, (m1 - m0) * intermediate);
   });

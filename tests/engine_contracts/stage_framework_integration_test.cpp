@@ -89,4 +89,83 @@ TEST(FrameworkIntegration, RejectsBadInputBeforeCompute) {
   EXPECT_THROW(engine::Model("/nonexistent/checkpoint", options()), mi::Error);
 }
 
+// One batched decode step over sequences of different lengths gives each row the logits that sequence gets when it
+// steps alone. The batched step runs the linear layers as one matmul over B rows where the lone step uses a matvec;
+// both accumulate in f32 but in possibly different orders, so rows may differ by f32 rounding, not more: 1e-4
+// absolute, the bound prefill-then-decode vs one forward has above. Attention, rotary and norms are per row and the
+// same code, so a wrong position, sequence or cache row would differ by O(1).
+TEST(FrameworkIntegration, BatchedDecodeEqualsEachSequenceAlone) {
+  mi::engine::RuntimeOptions o = options();
+  o.max_batch = 3;
+  engine::Model batched(checkpoint(), o), alone(checkpoint(), o);
+  const int V = kVocabSize;
+  const std::vector<int> lengths = {7, 2, 12};
+  const auto ids = prompt(16);
+  std::vector<int> seqs, alone_seqs;
+  std::vector<float> logits(static_cast<std::size_t>(V));
+  for (std::size_t b = 0; b < lengths.size(); ++b) {
+    seqs.push_back(batched.new_sequence());
+    alone_seqs.push_back(alone.new_sequence());
+    batched.forward(seqs[b], ids.data() + b, lengths[b], logits.data(), false);
+    alone.forward(alone_seqs[b], ids.data() + b, lengths[b], logits.data(), false);
+  }
+  // Two steps, in a row order that differs from the allocation order.
+  const std::vector<int> order = {2, 0, 1};
+  for (int step = 0; step < 2; ++step) {
+    std::vector<int> step_seqs;
+    std::vector<int32_t> step_ids;
+    for (int b : order) {
+      step_seqs.push_back(seqs[std::size_t(b)]);
+      step_ids.push_back(ids[std::size_t(b + 3 * step + 1)]);
+    }
+    std::vector<float> rows(std::size_t(order.size()) * V);
+    batched.forward_batch(step_seqs.data(), step_ids.data(), int(order.size()), rows.data());
+    for (std::size_t r = 0; r < order.size(); ++r) {
+      const int b = order[r];
+      alone.forward(alone_seqs[std::size_t(b)], &step_ids[r], 1, logits.data(), false);
+      EXPECT_EQ(batched.sequence_length(seqs[std::size_t(b)]), lengths[std::size_t(b)] + step + 1);
+      double max_diff = 0;
+      for (int i = 0; i < V; ++i)
+        max_diff = std::max(max_diff, double(std::fabs(rows[r * V + std::size_t(i)] - logits[std::size_t(i)])));
+      EXPECT_LE(max_diff, 1e-4) << "step " << step << " row " << r << " (sequence of " << lengths[std::size_t(b)] << " tokens)";
+    }
+  }
+}
+
+TEST(FrameworkIntegration, BatchedDecodeRejectsBadBatchesBeforeCompute) {
+  mi::engine::RuntimeOptions o = options(16);
+  o.max_batch = 2;
+  engine::Model model(checkpoint(), o);
+  const int a = model.new_sequence(), b = model.new_sequence();
+  const auto ids = prompt(16);
+  std::vector<float> logits(std::size_t(3) * kVocabSize);
+  model.forward(a, ids.data(), 3, logits.data(), false);
+  model.forward(b, ids.data(), 15, logits.data(), false);
+  const int32_t two[2] = {ids[0], ids[1]}, three[3] = {ids[0], ids[1], ids[2]};
+  const int dup[2] = {a, a}, dead[2] = {a, 7}, trio[3] = {a, b, a};
+  auto rejects = [&](const int* s, const int32_t* t, int n, const std::string& expect) {
+    try {
+      model.forward_batch(s, t, n, logits.data());
+      ADD_FAILURE() << "accepted a batch that should fail with '" << expect << "'";
+    } catch (const mi::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+    }
+  };
+  rejects(dup, two, 2, "appears twice");
+  rejects(dead, two, 2, "not allocated");
+  rejects(trio, three, 3, "max_batch");
+  rejects(dup, two, 0, "at least one");
+  const int32_t bad_id[2] = {ids[0], kVocabSize};
+  const int ok[2] = {a, b};
+  rejects(ok, bad_id, 2, "vocabulary");
+  // Nothing changed: both sequences still take a valid step, then b (15 + 1 = 16 tokens) is full.
+  EXPECT_EQ(model.sequence_length(a), 3);
+  EXPECT_EQ(model.sequence_length(b), 15);
+  model.forward_batch(ok, two, 2, logits.data());
+  EXPECT_EQ(model.sequence_length(a), 4);
+  EXPECT_EQ(model.sequence_length(b), 16);
+  rejects(ok, two, 2, "is full");
+  EXPECT_EQ(model.sequence_length(a), 4);
+}
+
 }  // namespace

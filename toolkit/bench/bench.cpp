@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <ostream>
+#include <sstream>
 
 #include "bench/baseline.h"
 #include "bench/engine_runner.h"
@@ -15,6 +16,7 @@
 #include "common/error.h"
 #include "generator/generator.h"
 #include "platform/cpu_info.h"
+#include "process/subprocess.h"
 
 namespace mi::bench {
 namespace fs = std::filesystem;
@@ -98,6 +100,27 @@ double mean_of(const json& stats, const std::string& key) {
 }
 
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+// `ENGINE bench` in-process (components/engine/bench.h) for what one generate request per process cannot show:
+// batch scaling (B sequences decoding together) and the per-op profile. Returns its report, or an error text.
+json engine_self_bench(const fs::path& binary, const fs::path& checkpoint, const std::vector<std::string>& args,
+                       double timeout_s, std::string& error) {
+  std::vector<std::string> argv = {binary.string(), "bench", "--model", checkpoint.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  process::RunOptions ro;
+  ro.timeout_s = timeout_s;
+  const process::RunResult r = process::run(argv, ro);
+  if (r.timed_out || r.exit_code != 0) {
+    error = r.command + (r.timed_out ? ": timed out" : ": exit " + std::to_string(r.exit_code)) + ": " + process::tail(r.err, 800);
+    return nullptr;
+  }
+  try {
+    return process::last_json_line(r.out);
+  } catch (const std::exception& e) {
+    error = r.command + ": no JSON report on stdout: " + e.what();
+    return nullptr;
+  }
+}
 
 std::string verification_state(const fs::path& dir) {
   try {
@@ -315,10 +338,33 @@ json run_bench(const BenchOptions& o) {
 
   // 5. Supplementary runs.
   json supplementary = json::object();
-  supplementary["batch_scaling"] = {
-      {"available", false},
-      {"batch_sizes", {1, 2, 4, 8}},
-      {"reason", "not available: the engine CLI runs one request at a time (max_batch 1 in components/engine/cli.h)"}};
+  // Batch scaling: the engine's own bench decodes B sequences together (Model::forward_batch), prompts of the
+  // matrix's shortest prompt, the matrix's shortest generation in decode steps.
+  if (o.supplementary) {
+    const std::vector<int> sizes = o.batch_sizes;
+    std::string sizes_text;
+    for (int b : sizes) sizes_text += (sizes_text.empty() ? "" : ",") + std::to_string(b);
+    const int bp = o.matrix.prompts.front(), bg = o.matrix.gens.front();
+    progress.line("batch scaling B=" + sizes_text + " (engine bench, in-process)", 0);
+    std::string error;
+    const json r = bp + bg <= max_context
+                       ? engine_self_bench(engine.binary, runner.view(), {"--parts", "batch", "--batch", sizes_text, "--batch-prompt",
+                                           std::to_string(bp), "--batch-gen", std::to_string(bg), "--runs", std::to_string(o.runs),
+                                           "--warmup", std::to_string(o.warmup), "--threads", std::to_string(threads)},
+                                           o.timeout_s, error)
+                       : json(nullptr);
+    progress.done();
+    if (r.is_object() && r.contains("supplementary") && r["supplementary"].contains("batch_scaling")) {
+      supplementary["batch_scaling"] = r["supplementary"]["batch_scaling"];
+      supplementary["batch_scaling"]["source"] = "ENGINE bench --parts batch (in-process, Model::forward_batch)";
+    } else {
+      if (error.empty()) error = bp + bg > max_context ? "prompt + decode steps exceed max_context" : "the engine's report has no batch_scaling";
+      supplementary["batch_scaling"] = {{"available", false}, {"batch_sizes", sizes}, {"reason", "not available: " + error}};
+      errors.push_back({{"cell", "batch scaling"}, {"who", "ours"}, {"error", error}});
+    }
+  } else {
+    supplementary["batch_scaling"] = nullptr;
+  }
   if (chunk_study) {
     json rows = json::array();
     for (int chunk : chunks) {
@@ -379,6 +425,24 @@ json run_bench(const BenchOptions& o) {
   report["cells"] = cell_reports;
   report["llama_bench"] = llama_rows;
   report["supplementary"] = supplementary;
+  if (o.profile) {
+    progress.line("profile (engine bench --profile, in-process)", 0);
+    std::ostringstream bw, pk;
+    bw.precision(6), pk.precision(6);
+    bw << bandwidth, pk << peak.gflops;
+    std::string error;
+    const int profile_prompt = std::min(256, max_context - 1);
+    const json r = engine_self_bench(engine.binary, runner.view(), {"--parts", "profile", "--profile-prompt", std::to_string(profile_prompt),
+                                     "--threads", std::to_string(threads), "--bandwidth-gbs", bw.str(), "--peak-gflops", pk.str()},
+                                     o.timeout_s, error);
+    progress.done();
+    if (r.is_object() && r.contains("profile")) {
+      report["profile"] = r["profile"];
+    } else {
+      report["profile"] = nullptr;
+      errors.push_back({{"cell", "profile"}, {"who", "ours"}, {"error", error.empty() ? "the engine's report has no profile" : error}});
+    }
+  }
   report["errors"] = errors;
   report["elapsed_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
   if (o.progress) *o.progress << "bench: done in " << report["elapsed_s"].get<double>() << " s\n" << std::flush;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,7 +23,9 @@ struct BenchOptions {
   int threads = 0;                     // 0: the engine's compiled threads, else every allowed CPU
   std::string baseline_cmd;            // empty: no baseline
   double timeout_s = 1800;             // per engine or baseline run
-  bool supplementary = true;           // the chunked-prefill study (batch scaling is reported as unavailable)
+  bool supplementary = true;           // the chunked-prefill and batch-scaling studies
+  std::vector<int> batch_sizes = {1, 2, 4, 8};  // batch scaling (ENGINE bench --parts batch)
+  bool profile = false;                // per-op profile (ENGINE bench --parts profile with the measured limits)
   std::size_t dram_bytes = std::size_t(1) << 30;
   std::ostream* progress = nullptr;    // progress lines (cell, run, elapsed, ETA); nullptr: none
 };

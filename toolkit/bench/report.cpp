@@ -152,7 +152,34 @@ std::string to_markdown(const json& r) {
          << format_stat(row["metrics"]["prefill_tok_s"]) << " | " << format_stat(row["metrics"]["peak_rss_mb"]) << " |\n";
     md << "\n";
   }
-  md << "### Batch scaling (B = 1, 2, 4, 8)\n\n" << sup["batch_scaling"]["reason"].get<std::string>() << "\n\n";
+  const json& batch = sup.value("batch_scaling", json(nullptr));
+  if (batch.is_object() && batch.value("available", false)) {
+    md << "### Batch scaling (B sequences decoding together, prompt " << batch["prompt_tokens"] << ", " << batch["gen_tokens"]
+       << " decode steps)\n\n| B | aggregate tok/s | per-sequence tok/s | step ms | CPU share | speedup vs B = 1 | best-run speedup |\n"
+       << "|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const json& row : batch["rows"])
+      md << "| " << row["batch"] << " | " << format_stat(row["metrics"]["aggregate_tok_s"]) << " | "
+         << format_stat(row["metrics"]["per_sequence_tok_s"]) << " | " << format_stat(row["metrics"]["step_ms"]) << " | "
+         << format_stat(row["metrics"]["cpu_share"]) << " | " << num(row["speedup"]) << " | " << num(row.value("speedup_best", json(nullptr)))
+         << " |\n";
+    md << "\n";
+  } else if (batch.is_object()) {
+    md << "### Batch scaling\n\n" << batch.value("reason", std::string("not available")) << "\n\n";
+  }
+  if (r.contains("profile") && r["profile"].is_object()) {
+    const json& prof = r["profile"];
+    for (const char* phase : {"decode", "prefill"}) {
+      const json& t = prof[phase];
+      md << "### Profile: " << (std::string(phase) == "decode" ? "one decode step" : "prefill") << " (prompt " << prof["prompt_tokens"]
+         << "; wall " << num(t["wall_ms"]) << " ms, outside ops " << num(t["unattributed_ms"]) << " ms)\n\n"
+         << "| op | ms | share | GB/s | GFLOP/s | bound | % of bound | lost ms |\n|---|---:|---:|---:|---:|---|---:|---:|\n";
+      for (const json& op : t["ops"])
+        md << "| " << op["op"].get<std::string>() << " | " << num(op["ms"]) << " | " << percent(op["share"]) << " | " << num(op["gbs"])
+           << " | " << num(op["gflops"]) << " | " << (op["bound"].is_string() ? op["bound"].get<std::string>() : "-") << " | "
+           << percent(op["fraction_of_bound"]) << " | " << num(op["lost_ms"]) << " |\n";
+      md << "\n";
+    }
+  }
 
   if (any_skipped) {
     md << "## Skipped cells\n\n";

@@ -70,7 +70,8 @@ void register_bench_command(CLI::App& app, int& exit_code) {
     std::vector<int> prompts, gens;
     int runs = 3, warmup = 1, threads = 0, bandwidth_mib = 1024;
     double timeout_s = 1800;
-    bool no_supplementary = false;
+    bool no_supplementary = false, profile = false;
+    std::vector<int> batch = {1, 2, 4, 8};
   };
   auto opts = std::make_shared<Options>();
   cmd->add_option("target", opts->target, "engine directory (built: DIR/build/<engine>), or a constraints file to generate and build one")->required();
@@ -86,7 +87,10 @@ void register_bench_command(CLI::App& app, int& exit_code) {
                   "{model}; prints llama-bench JSON or a JSON object with metainfer's field names");
   cmd->add_option("--json", opts->json_file, "write the report as JSON to this file");
   cmd->add_option("--plot", opts->plot_file, "write an SVG chart (tokens/s per cell: ours, baseline, bound) to this file");
-  cmd->add_flag("--no-supplementary", opts->no_supplementary, "skip the chunked-prefill study");
+  cmd->add_flag("--no-supplementary", opts->no_supplementary, "skip the chunked-prefill and batch-scaling studies");
+  cmd->add_option("--batch", opts->batch, "batch sizes of the batch-scaling study (default 1,2,4,8)")->delimiter(',');
+  cmd->add_flag("--profile", opts->profile,
+                "per-op profile of one decode step and one prefill (ENGINE bench --profile, with the measured limits)");
   cmd->add_option("--timeout", opts->timeout_s, "seconds allowed per engine or baseline run")->capture_default_str();
   cmd->add_option("--bandwidth-mib", opts->bandwidth_mib, "DRAM bandwidth probe buffer in MiB (>= 1024 for the bound)")->capture_default_str();
   cmd->add_option("-o,--out", opts->out, "with a constraints file: the engine directory (default engines/<name>)");
@@ -112,6 +116,11 @@ void register_bench_command(CLI::App& app, int& exit_code) {
     bo.baseline_cmd = opts->baseline_cmd;
     bo.timeout_s = opts->timeout_s;
     bo.supplementary = !opts->no_supplementary;
+    if (opts->batch.empty()) fail("--batch: give at least one batch size");
+    for (int b : opts->batch)
+      if (b < 1) fail("--batch: every batch size must be >= 1, got ", b);
+    bo.batch_sizes = opts->batch;
+    bo.profile = opts->profile;
     bo.dram_bytes = std::size_t(opts->bandwidth_mib) << 20;
     bo.progress = &std::cerr;
     nlohmann::json report;

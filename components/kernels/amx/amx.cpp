@@ -46,8 +46,10 @@ bool request_amx_permission() noexcept {
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
 }
 
-// Tokens from which matmul uses the tile unit; below it the dot form reads the weights once for up to 3 tokens.
-constexpr int kMinTokensForTiles = 4;
+// Tokens from which matmul uses the tile unit. Up to 8 tokens (a batched decode step) take the avx512 levels'
+// one-pass dot form, whose rows equal the lone matvec bitwise: a sequence's logits then do not depend on what it is
+// batched with (tests/unit/kernels/matmul_test.cpp), and those steps are bandwidth-bound anyway.
+constexpr int kMinTokensForTiles = 9;
 // Columns per packed chunk: 32 tokens x 1024 columns x 3 terms x bf16 = 192 KiB on the stack. A tuning parameter
 // (ckb/platforms/x86-64-amx.toml [[tuning]] MI_TUNE_TILE_KC).
 #ifndef MI_TUNE_TILE_KC

@@ -1,5 +1,5 @@
 // AMX level (avx512bf16 + AMX-TILE + AMX-BF16, Intel Sapphire Rapids and later): as the avx512bf16 level, except
-// that matmul over 4 or more tokens (prefill, batched decode) runs on the AMX tile unit (TDPBF16PS), which does
+// that matmul over more than 8 tokens (prefill) runs on the AMX tile unit (TDPBF16PS), which does
 // 16 x 16 x 32 bf16 multiply-adds with f32 accumulation per instruction - about 16x the f32 FMA rate of a core.
 //   precise: each f32 activation is split into three bf16 terms, x = hi + mid + lo (8 significant bits each, so
 //            the split is exact), and all three are multiplied with the bf16 weights: the products are the exact f32

@@ -61,6 +61,16 @@ class TestModel {
     if (fast_) fast_models_[std::size_t(seq)]->forward(ids, n, logits, all_rows);
     else precise_models_[std::size_t(seq)]->forward(ids, n, logits, all_rows);
   }
+  // Each sequence alone, one after the other (the reference a generated model's batched step must match).
+  void forward_batch(const int* seqs, const int32_t* ids, int B, float* logits) {
+    if (B < 1 || std::size_t(B) > alive_.size()) mi::fail("TestModel: batch of ", B, " sequences, max_batch ", alive_.size());
+    for (int b = 0; b < B; ++b) {
+      check(seqs[b]);
+      for (int c = 0; c < b; ++c)
+        if (seqs[c] == seqs[b]) mi::fail("TestModel: sequence ", seqs[b], " appears twice");
+    }
+    for (int b = 0; b < B; ++b) forward(seqs[b], ids + b, 1, logits + std::size_t(b) * std::size_t(vocab_size()), false);
+  }
   std::vector<int> eos_token_ids() const { return config().eos_token_ids; }
 
   // Counters the tests read (the CLI constructs its own model).

@@ -1,16 +1,18 @@
 // Prefill kernels (matmul, matmul_fast) of every x86 level against the Scalar oracle, over token counts that
-// take the dot-form path (M < 4) and the register-blocked path (full and partial micro-tiles), odd and aligned
+// take the dot-form path (M < 4), the one-row path of batched decode (4..8) and the register-blocked path (full and partial micro-tiles), odd and aligned
 // column counts (including more than one cache block of columns), row counts below, at and above one packed
 // panel, bf16 and f32 weights, and row strides ld/ldx/ldy larger than the rows they hold (NaN padding in W and
 // X; Y padding must stay untouched).
 #include "kernel_test_support.h"
+
+#include <type_traits>
 
 namespace mi::kernels::test {
 namespace {
 
 const int kCols[] = {1, 2, 7, 15, 16, 17, 33, 64, 255, 4097};
 const int kRows[] = {1, 3, 17, 64};
-const int kTokens[] = {1, 2, 5, 16, 33};
+const int kTokens[] = {1, 2, 4, 5, 8, 9, 16, 33};
 constexpr float kYPad = -7.0f;
 
 template <class K>
@@ -81,6 +83,35 @@ TYPED_TEST(MatmulTest, FastBf16WeightsBf16Activations) {
          int c) { K::matmul_fast(w, ld, x, ldx, y, ldy, M, r, c); },
       [](const bf16_t* w, std::size_t ld, const bf16_t* x, std::size_t ldx, float* y, std::size_t ldy, int M, int r,
          int c) { Scalar::matmul_fast(w, ld, x, ldx, y, ldy, M, r, c); });
+}
+
+// A batched decode step (one token per sequence, up to 8) runs matmul where a lone step runs matvec. On the avx512
+// levels (f32 activations) each token's row of the product is computed with the FMAs of the lone matvec in the same
+// order, so a sequence's logits do not depend on what it is batched with: bitwise equal, not just close.
+TYPED_TEST(MatmulTest, FewTokensEqualMatvecPerTokenBitwiseOnAvx512) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
+  if constexpr (std::is_same_v<K, Avx2>) {
+    GTEST_SKIP() << "avx2 packs from 3 tokens: its batched rows equal matvec within the dot bound only";
+  } else {
+    uint32_t seed = 900;
+    for (int M = 1; M <= 8; ++M)
+      for (int rows : {1, 9, 40})
+        for (int cols : {7, 33, 1024, 1030}) {
+          const std::size_t ld = std::size_t(cols) + 3, ldx = std::size_t(cols) + 5, ldy = std::size_t(rows) + 2;
+          const std::vector<bf16_t> w = random_matrix<bf16_t>(rows, cols, ld, seed++);
+          const std::vector<float> x = random_matrix<float>(M, cols, ldx, seed++);
+          std::vector<float> y(std::size_t(M) * ldy, kYPad);
+          std::vector<float> lone(static_cast<std::size_t>(rows));
+          K::matmul(w.data(), ld, x.data(), ldx, y.data(), ldy, M, rows, cols);
+          for (int m = 0; m < M; ++m) {
+            K::matvec(w.data(), ld, x.data() + std::size_t(m) * ldx, lone.data(), rows, cols);
+            for (int r = 0; r < rows; ++r)
+              ASSERT_EQ(y[std::size_t(m) * ldy + r], lone[std::size_t(r)]) << "M=" << M << " rows=" << rows << " cols=" << cols
+                                                                            << " m=" << m << " r=" << r;
+          }
+        }
+  }
 }
 
 TYPED_TEST(MatmulTest, ZeroColumnsGiveZero) {

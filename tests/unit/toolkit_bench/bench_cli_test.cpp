@@ -111,8 +111,33 @@ TEST_F(BenchCli, QuickMatrixReportHasEveryCellMetricAndBound) {
     EXPECT_TRUE(row["error"].is_null()) << row.dump();
     EXPECT_TRUE(positive(row["metrics"]["peak_rss_mb"])) << row.dump();
   }
-  EXPECT_EQ(sup["batch_scaling"]["available"], false);
-  EXPECT_NE(sup["batch_scaling"]["reason"].get<std::string>().find("one request at a time"), std::string::npos);
+  // Batch scaling from the engine's own bench: B = 1, 2, 4, 8 decoding together, each with an aggregate rate and a
+  // speedup relative to B = 1 (exactly 1 there); shapes only, the rates depend on the machine.
+  const json& batch = sup["batch_scaling"];
+  ASSERT_EQ(batch["available"], true) << batch.dump();
+  EXPECT_EQ(batch["prompt_tokens"], 11);
+  EXPECT_EQ(batch["gen_tokens"], 16);
+  ASSERT_EQ(batch["rows"].size(), 4u) << batch.dump();
+  std::vector<int> sizes;
+  for (const json& row : batch["rows"]) {
+    SCOPED_TRACE(row.dump());
+    sizes.push_back(row["batch"].get<int>());
+    EXPECT_TRUE(positive(row["metrics"]["aggregate_tok_s"]));
+    EXPECT_TRUE(positive(row["metrics"]["per_sequence_tok_s"]));
+    EXPECT_TRUE(positive(row["metrics"]["step_ms"]));
+    EXPECT_EQ(row["metrics"]["aggregate_tok_s"]["n"], 2);
+    // aggregate = B x per-sequence, run by run, so also in the mean.
+    EXPECT_NEAR(row["metrics"]["aggregate_tok_s"]["mean"].get<double>(),
+                sizes.back() * row["metrics"]["per_sequence_tok_s"]["mean"].get<double>(),
+                1e-9 * row["metrics"]["aggregate_tok_s"]["mean"].get<double>());
+    EXPECT_GT(row["speedup"].get<double>(), 0);
+  }
+  EXPECT_EQ(sizes, (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_DOUBLE_EQ(batch["rows"][0]["speedup"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(batch["rows"][0]["speedup_best"].get<double>(), 1.0);
+  for (const json& row : batch["rows"])  // the best run is at least the mean
+    EXPECT_GE(row["best_aggregate_tok_s"].get<double>(), row["metrics"]["aggregate_tok_s"]["mean"].get<double>() * (1 - 1e-12));
+  EXPECT_NE(r.out.find("| 8 |"), std::string::npos) << r.out;
 
   // Markdown on stdout, progress on stderr, the SVG chart.
   EXPECT_NE(r.out.find("| prompt | gen | TTFT ms | TPOT ms |"), std::string::npos) << r.out;
@@ -176,6 +201,45 @@ TEST_F(BenchCli, BaselineCommandWithLlamaBenchJsonGivesRatios) {
                               "--bandwidth-mib", "64", "--baseline-cmd", "echo not json", "--json", path("bad.json").string()});
   EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
   EXPECT_FALSE(read_json(path("bad.json"))["errors"].empty());
+}
+
+// --profile: the engine's per-op profile of one decode step and one prefill, with the machine limits metainfer
+// measured passed as the bounds: every op of the generated forward once, bytes and FLOPs, a fraction of bound.
+TEST_F(BenchCli, ProfileListsEveryOpWithCostAndBound) {
+  const auto r = metainfer({"bench", engine().string(), "--prompts", "11", "--gens", "4", "--runs", "1", "--warmup", "0", "--threads", "1",
+                            "--no-supplementary", "--profile", "--bandwidth-mib", "64", "--json", path("profile.json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json rep = read_json(path("profile.json"));
+  EXPECT_TRUE(rep["errors"].empty()) << rep["errors"].dump();
+  const json& prof = rep["profile"];
+  ASSERT_TRUE(prof.is_object()) << rep.dump();
+  const double bandwidth = rep["limits"]["decode_bandwidth_gbs"].get<double>();
+  EXPECT_NEAR(prof["bandwidth_gbs"].get<double>(), bandwidth, 1e-5 * bandwidth) << "passed with 6 significant digits";
+  EXPECT_GT(prof["peak_gflops"].get<double>(), 0);
+  const std::set<std::string> expected = {"embed", "input_norm", "qkv_proj", "qk_norm", "rope", "attention", "o_proj",
+                                          "residual_add", "post_attention_norm", "swiglu_mlp", "final_norm", "lm_head"};
+  for (const char* phase : {"decode", "prefill"}) {
+    SCOPED_TRACE(phase);
+    const json& t = prof[phase];
+    std::set<std::string> ops;
+    double share = 0;
+    for (const json& op : t["ops"]) {
+      SCOPED_TRACE(op.dump());
+      ops.insert(op["op"].get<std::string>());
+      share += op["share"].get<double>();
+      EXPECT_GE(op["ms"].get<double>(), 0);
+      EXPECT_TRUE(op["fraction_of_bound"].is_number() || op["ms"].get<double>() == 0);
+      if (op["op"] != "embed") EXPECT_GT(op["flops"].get<double>(), 0);
+      EXPECT_GT(op["bytes"].get<double>(), 0);
+    }
+    EXPECT_EQ(ops, expected);
+    EXPECT_NEAR(share, 1.0, 1e-9);
+    EXPECT_GE(t["wall_ms"].get<double>(), 0.999 * t["ops_ms"].get<double>()) << "the ops run inside the step";
+  }
+  // The residual add runs twice per layer: twice the layers' calls of the one-per-layer ops.
+  for (const json& op : prof["decode"]["ops"])
+    if (op["op"] == "residual_add") EXPECT_EQ(op["calls"].get<double>(), 2 * rep["model"]["layers"].get<double>()) << op.dump();
+  EXPECT_NE(r.out.find("### Profile: one decode step"), std::string::npos) << r.out;
 }
 
 // Every input is checked before the engine's binary is needed, so a generated engine that is not built serves all rows.
