@@ -57,7 +57,7 @@ TYPED_TEST(Int8Test, MatvecMatchesScalar) {
       const std::size_t ld = std::size_t(cols) + 5;
       const Int8Matrix w = random_int8(rows, cols, ld, seed++);
       const std::vector<float> x = random_acts(1, cols, std::size_t(cols) + 16, seed++);
-      std::vector<float> y(std::size_t(rows) + 1, -7.0f), ref(std::size_t(rows));
+      std::vector<float> y(std::size_t(rows) + 1, -7.0f), ref(std::size_t(rows), 0.0f);
       K::matvec(w.q.data(), w.scale.data(), ld, x.data(), y.data(), rows, cols);
       Scalar::matvec(w.q.data(), w.scale.data(), ld, x.data(), ref.data(), rows, cols);
       for (int r = 0; r < rows; ++r)
