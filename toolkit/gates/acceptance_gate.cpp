@@ -49,10 +49,15 @@ struct Bounds {
 
 Bounds acceptance_bounds(const ckb::Ckb& ckb) {
   auto need = [&](const char* key) { return gate_bound(ckb, "PASS_VERIFIED", key); };
-  return {need("precise_near_tie"), need("precise_logit_tolerance"), need("fast_logit_tolerance"),
-          need("fast_logit_tolerance_relative"), need("min_perturbation_change"), int(need("chunk_small")),
-          int(need("new_tokens")), int(need("long_prompt")), int(need("long_context")), int(need("perturbation_attempts")),
-          need("int8_accuracy_relative")};
+  Bounds b{need("precise_near_tie"), need("precise_logit_tolerance"), need("fast_logit_tolerance"),
+           need("fast_logit_tolerance_relative"), need("min_perturbation_change")};
+  b.int8_accuracy = need("int8_accuracy_relative");
+  b.chunk_small = int(need("chunk_small"));
+  b.new_tokens = int(need("new_tokens"));
+  b.long_prompt = int(need("long_prompt"));
+  b.long_context = int(need("long_context"));
+  b.perturbation_attempts = int(need("perturbation_attempts"));
+  return b;
 }
 
 using prompts::ids_text;
