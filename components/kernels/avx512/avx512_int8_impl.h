@@ -72,15 +72,16 @@ inline void matvec(const int8_t* q, const float* scale, size_t ld, const float* 
 }
 
 // ---- prefill ----------------------------------------------------------------------------------------------
-// R rows x T tokens per block, one accumulator per (row, token): every widened weight vector is used for T tokens
-// and every activation vector for R rows (R*T FMAs per R + T loads). Columns are processed in blocks of kKC so the
-// R weight rows (R * kKC bytes) and the T activation rows (T * kKC floats) of a block stay in L1 while all tokens
-// pass over them; partial sums of later column blocks are added to Y, and the scale is applied after the last one.
+// Widened once: a strip of 16 rows x kKC columns of Q is converted to f32 into a 32 KiB buffer (exact), and every
+// token reads the f32 copy, so the int8 -> f32 conversion is paid once per strip and column block, not per token.
+// R rows x T tokens per block, one accumulator per (row, token): every weight vector is used for T tokens and every
+// activation vector for R rows (R*T FMAs per R + T loads). Partial sums of later column blocks are added to Y, and
+// the scale is applied after the last one.
 constexpr int kKC = 512;
 
+// w is the widened strip: row r of the block at w + r * kKC, columns [0, c1 - c0) of the column block.
 template <int R, int T>
-inline void block(const int8_t* q, size_t ld, const float* x, size_t ldx, float* y, size_t ldy, int c0, int c1,
-                  bool first) {
+inline void block(const float* w, const float* x, size_t ldx, float* y, size_t ldy, int c0, int c1, bool first) {
   __m512 acc[T][R];
   for (int t = 0; t < T; ++t)
     for (int r = 0; r < R; ++r) acc[t][r] = _mm512_setzero_ps();
@@ -89,8 +90,8 @@ inline void block(const int8_t* q, size_t ld, const float* x, size_t ldx, float*
     __m512 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x + size_t(t) * ldx + c);
     for (int r = 0; r < R; ++r) {
-      const __m512 w = load_q16(q + size_t(r) * ld + c, m);
-      for (int t = 0; t < T; ++t) acc[t][r] = _mm512_fmadd_ps(w, xv[t], acc[t][r]);
+      const __m512 wv = _mm512_maskz_loadu_ps(m, w + size_t(r) * kKC + (c - c0));
+      for (int t = 0; t < T; ++t) acc[t][r] = _mm512_fmadd_ps(wv, xv[t], acc[t][r]);
     }
   }
   for (int t = 0; t < T; ++t)
@@ -103,11 +104,11 @@ inline void block(const int8_t* q, size_t ld, const float* x, size_t ldx, float*
 
 // All rows for tokens [0, T) of one column block.
 template <int T>
-inline void block_rows(const int8_t* q, size_t ld, const float* x, size_t ldx, float* y, size_t ldy, int rows,
-                       int c0, int c1, bool first) {
+inline void block_rows(const float* w, const float* x, size_t ldx, float* y, size_t ldy, int rows, int c0, int c1,
+                       bool first) {
   int r = 0;
-  for (; r + 4 <= rows; r += 4) block<4, T>(q + size_t(r) * ld, ld, x, ldx, y + r, ldy, c0, c1, first);
-  for (; r < rows; ++r) block<1, T>(q + size_t(r) * ld, ld, x, ldx, y + r, ldy, c0, c1, first);
+  for (; r + 4 <= rows; r += 4) block<4, T>(w + size_t(r) * kKC, x, ldx, y + r, ldy, c0, c1, first);
+  for (; r < rows; ++r) block<1, T>(w + size_t(r) * kKC, x, ldx, y + r, ldy, c0, c1, first);
 }
 
 inline void matmul(const int8_t* q, const float* scale, size_t ld, const float* x, size_t ldx, float* y, size_t ldy,
@@ -118,17 +119,21 @@ inline void matmul(const int8_t* q, const float* scale, size_t ld, const float* 
       for (int r = 0; r < rows; ++r) y[size_t(m) * ldy + r] = 0.0f;
     return;
   }
-  // 16-row strips, so a strip's column block (16 * kKC bytes) stays in L1 across all tokens.
+  // 16-row strips: the widened column block (16 x kKC f32 = 32 KiB) stays in L1 across all tokens.
   constexpr int kStrip = 16;
+  alignas(64) float widened[kStrip * kKC];
   for (int r0 = 0; r0 < rows; r0 += kStrip) {
     const int nr = rows - r0 < kStrip ? rows - r0 : kStrip;
     const int8_t* qs = q + size_t(r0) * ld;
     for (int c0 = 0; c0 < cols; c0 += kKC) {
       const int c1 = cols - c0 < kKC ? cols : c0 + kKC;
+      for (int r = 0; r < nr; ++r)
+        for (int c = c0; c < c1; c += 16)
+          _mm512_mask_storeu_ps(widened + size_t(r) * kKC + (c - c0), lanes(c1 - c), load_q16(qs + size_t(r) * ld + c, lanes(c1 - c)));
       int m = 0;
       for (; m + 4 <= M; m += 4)
-        block_rows<4>(qs, ld, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy + r0, ldy, nr, c0, c1, c0 == 0);
-      for (; m < M; ++m) block_rows<1>(qs, ld, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy + r0, ldy, nr, c0, c1, c0 == 0);
+        block_rows<4>(widened, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy + r0, ldy, nr, c0, c1, c0 == 0);
+      for (; m < M; ++m) block_rows<1>(widened, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy + r0, ldy, nr, c0, c1, c0 == 0);
     }
     for (int mm = 0; mm < M; ++mm)
       for (int r = 0; r < nr; ++r) y[size_t(mm) * ldy + r0 + r] *= scale[r0 + r];
