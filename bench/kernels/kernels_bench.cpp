@@ -4,7 +4,9 @@
 //   - decode matvec, bf16 weights: [3072 x 1024] (MLP gate/up; 6 MiB, cache-resident on large-L3 CPUs) and
 //     [151936 x 1024] (LM head; 297 MiB, streamed from DRAM), reported as GB/s of weights streamed and as a
 //     fraction of the 1-thread read bandwidth by CPU time ("of_read_bw"; Google Benchmark rates use CPU time too),
-//   - prefill matmul, M = 128 tokens x [3072 x 1024] bf16 weights, reported as GFLOP/s (2*M*rows*cols per call).
+//   - prefill matmul, M = 128 tokens x [3072 x 1024] bf16 weights, reported as GFLOP/s (2*M*rows*cols per call),
+//   - the same decode and prefill shapes with int8 weights + one f32 scale per row (ckb/contracts/int8_weights.toml),
+//     GB/s counting the int8 bytes and the scales.
 // Run: build with -DMETAINFER_BUILD_BENCH=ON, then
 //   ./bench_kernels --benchmark_counters_tabular=true
 // Levels the CPU cannot run are reported as skipped.
@@ -93,6 +95,49 @@ void BM_Matmul(benchmark::State& state) {
   state.counters["GFLOPs"] = benchmark::Counter(flops / 1e9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
+// Decode and prefill with int8 weights (one f32 scale per row), f32 activations.
+template <class K>
+void BM_MatvecInt8(benchmark::State& state) {
+  if (skip_unsupported<K>(state)) return;
+  const int rows = int(state.range(0)), cols = int(state.range(1));
+  std::mt19937 gen(1);
+  std::uniform_int_distribution<int> dist(-127, 127);
+  std::vector<int8_t> q(std::size_t(rows) * cols);
+  for (auto& v : q) v = int8_t(dist(gen));
+  const auto scale = random_f32(std::size_t(rows), 4);
+  const auto x = random_f32(std::size_t(cols), 2);
+  std::vector<float> y(static_cast<std::size_t>(rows));
+  for (auto _ : state) {
+    K::matvec(q.data(), scale.data(), std::size_t(cols), x.data(), y.data(), rows, cols);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double bytes = double(rows) * cols + double(rows) * sizeof(float);
+  state.SetBytesProcessed(int64_t(bytes) * state.iterations());
+  state.counters["weights_GBps"] = benchmark::Counter(bytes / 1e9 * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["of_read_bw"] = benchmark::Counter(bytes / 1e9 / g_read_bw_1t * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+template <class K>
+void BM_MatmulInt8(benchmark::State& state) {
+  if (skip_unsupported<K>(state)) return;
+  const int M = int(state.range(0)), rows = int(state.range(1)), cols = int(state.range(2));
+  std::mt19937 gen(1);
+  std::uniform_int_distribution<int> dist(-127, 127);
+  std::vector<int8_t> q(std::size_t(rows) * cols);
+  for (auto& v : q) v = int8_t(dist(gen));
+  const auto scale = random_f32(std::size_t(rows), 4);
+  const auto x = random_f32(std::size_t(M) * cols, 2);
+  std::vector<float> y(std::size_t(M) * rows);
+  for (auto _ : state) {
+    K::matmul(q.data(), scale.data(), std::size_t(cols), x.data(), std::size_t(cols), y.data(), std::size_t(rows), M, rows, cols);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops = 2.0 * M * rows * cols;
+  state.counters["GFLOPs"] = benchmark::Counter(flops / 1e9 * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+
 void BM_ReadBandwidth(benchmark::State& state) {
   using mi::platform::BandwidthClock;
   double wall = 0, cpu = 0;
@@ -121,6 +166,12 @@ BENCHMARK(BM_Matmul<Scalar, false>)->Args({128, 3072, 1024})->Unit(benchmark::kM
 MI_PREFILL(Avx2)
 MI_PREFILL(Avx512)
 MI_PREFILL(Avx512Bf16)
+#define MI_INT8(K)                                                                                                  \
+  BENCHMARK(BM_MatvecInt8<K>)->Args({3072, 1024})->Args({151936, 1024})->Unit(benchmark::kMicrosecond);             \
+  BENCHMARK(BM_MatmulInt8<K>)->Args({128, 3072, 1024})->Unit(benchmark::kMillisecond);
+MI_INT8(Avx2)
+MI_INT8(Avx512)
+MI_INT8(Avx512Bf16)
 
 }  // namespace
 

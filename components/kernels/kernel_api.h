@@ -4,13 +4,15 @@
 //
 // Conventions, shared by all levels:
 //   - Weight matrices are row-major [rows, cols] with a row stride `ld` (elements), stored as bf16 or f32, exactly
-//     as in the checkpoint (memory-mapped; kernels never copy them).
+//     as in the checkpoint (memory-mapped; kernels never copy them), or int8 with one f32 scale per row when the
+//     engine quantises its weights at load (platform.dtype = "int8", ckb/contracts/int8_weights.toml).
 //   - Kernels are single-threaded over the row range they are given; runtime/thread_pool.h splits rows.
 //   - "precise" kernels take f32 activations and accumulate in f32. "fast" kernels take bf16 activations (the
 //     caller rounds with to_bf16) and may use the platform's bf16 dot-product instructions; accumulation stays f32.
 //   - No allocation, no threads, no I/O inside a kernel.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "common/bf16.h"
 
@@ -28,6 +30,13 @@
                      int M, int rows, int cols);                                                                  \
   static void matmul_fast(const ::mi::bf16_t* W, std::size_t ld, const ::mi::bf16_t* X, std::size_t ldx,        \
                           float* Y, std::size_t ldy, int M, int rows, int cols);                                  \
+  /* int8 weights (ckb/contracts/int8_weights.toml): Q [rows, cols] int8 row-major (stride ld), one f32 scale per  \
+     row; y[r] = scale[r] * (sum_c Q[r, c] * x[c]), products and sum in f32. Quantised at load, so not mapped. */  \
+  static void matvec(const int8_t* Q, const float* scale, std::size_t ld, const float* x, float* y, int rows,     \
+                     int cols);                                                                                   \
+  /* Y[m, r] = scale[r] * sum_c X[m, c] * Q[r, c] */                                                              \
+  static void matmul(const int8_t* Q, const float* scale, std::size_t ld, const float* X, std::size_t ldx,       \
+                     float* Y, std::size_t ldy, int M, int rows, int cols);                                       \
   /* y[i] = round_to_nearest_even_bf16(x[i]) */                                                                   \
   static void to_bf16(const float* x, ::mi::bf16_t* y, int n);                                                    \
   /* sum_i a[i] * b[i] */                                                                                         \

@@ -77,6 +77,22 @@ ModelCost model_cost(const nlohmann::json& plan, const std::filesystem::path& ch
   c.decode_weight_bytes = c.weight_bytes;
   if (embed && lm_head && !embed->shape.empty() && embed->shape[0] > 0)  // untied: one row of the table per token
     c.decode_weight_bytes -= embed->nbytes - embed->nbytes / std::size_t(embed->shape[0]);
+  // int8 engines (ckb/contracts/int8_weights.toml) read each projection and the LM head as 1 byte per weight plus
+  // one f32 scale per row, the embedding row of the token as stored, and the norm vectors as stored.
+  if (plan.at("platform").value("dtype", "") == "int8") {
+    c.decode_weight_bytes = 0;
+    for (const std::string& name : store.names()) {
+      const io::TensorView& t = store.get(name);
+      if (t.shape.size() != 2) {
+        c.decode_weight_bytes += t.nbytes;
+      } else if (&t == embed) {
+        c.decode_weight_bytes += t.nbytes / std::size_t(std::max<int64_t>(1, t.shape[0]));  // the looked-up row
+        if (c.tied_embeddings) c.decode_weight_bytes += std::size_t(t.numel()) + std::size_t(t.shape[0]) * sizeof(float);
+      } else {
+        c.decode_weight_bytes += std::size_t(t.numel()) + std::size_t(t.shape[0]) * sizeof(float);
+      }
+    }
+  }
   if (c.prompt_params <= 0) fail(checkpoint.string(), ": no 2-D weights besides the embedding and LM head");
   return c;
 }

@@ -19,7 +19,7 @@
 namespace mi::bench {
 
 struct ModelCost {
-  std::string dtype;                    // stored weight dtype (plan model.weights.dtype)
+  std::string dtype;                    // stored weight dtype (plan model.weights.dtype); int8 engines: see model_cost()
   int layers = 0, kv_heads = 0, head_dim = 0, vocab = 0, max_context = 0;
   bool tied_embeddings = false;
   std::size_t weight_bytes = 0;         // every tensor

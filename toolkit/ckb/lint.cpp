@@ -176,7 +176,7 @@ class Linter {
         if (!contains(kKnownFeatures, p.requires_features[i]))
           error(p.source, "requires[" + std::to_string(i) + "]", "unknown CPU feature '" + p.requires_features[i] + "'");
       for (const auto& d : p.weight_dtypes)
-        if (d != "bf16" && d != "f32" && d != "f16") error(p.source, "weight_dtypes", "unknown dtype '" + d + "'");
+        if (d != "bf16" && d != "f32" && d != "f16" && d != "int8") error(p.source, "weight_dtypes", "unknown dtype '" + d + "'");
       for (std::size_t i = 0; i < p.tuning.size(); ++i) {
         const auto& t = p.tuning[i];
         const std::string f = "tuning[" + std::to_string(i) + "]";

@@ -53,6 +53,7 @@ void register_oracle_command(CLI::App& app, int& exit_code) {
     int max_new_tokens = 16;
     int threads = 0;
     bool json = false;
+    bool int8 = false;
   };
   auto opts = std::make_shared<Options>();
   cmd->add_option("--model", opts->model, "Hugging Face checkpoint directory (config.json + *.safetensors)")
@@ -62,6 +63,8 @@ void register_oracle_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-new-tokens", opts->max_new_tokens, "greedy steps (default 16)");
   cmd->add_option("--threads", opts->threads, "threads (default 0: every CPU)");
   cmd->add_flag("--json", opts->json, "print one JSON line");
+  cmd->add_flag("--int8", opts->int8,
+                "projections and LM head quantised as an int8 engine computes with them (ckb/contracts/int8_weights.toml)");
   cmd->callback([opts, &exit_code] {
     if (opts->max_new_tokens < 0) fail("--max-new-tokens: expected a non-negative integer, got ", opts->max_new_tokens);
     if (opts->threads < 0) fail("--threads: expected a non-negative integer, got ", opts->threads);
@@ -70,7 +73,8 @@ void register_oracle_command(CLI::App& app, int& exit_code) {
         opts->threads > 0 ? opts->threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     std::vector<oracle::GreedyStep> steps;
     try {
-      const oracle::ReferenceModel model(opts->model, threads);
+      const oracle::ReferenceModel model(opts->model, threads,
+                                         opts->int8 ? oracle::WeightQuantization::int8_per_row : oracle::WeightQuantization::none);
       steps = oracle::greedy(model, prompt, opts->max_new_tokens);
     } catch (const oracle::OracleError& e) {
       fail(e.what());  // bad input: exit 2 with the oracle's message (it names the file and field or tensor)

@@ -190,7 +190,7 @@ Constraints load_file(const fs::path& file) {
 void add_override_options(CLI::App* cmd, Overrides& o) {
   cmd->add_option("--model", o.model, "Hugging Face checkpoint directory (model.path)");
   cmd->add_option("--platform", o.platform, "auto or a platform id from ckb/platforms (platform.name)");
-  cmd->add_option("--dtype", o.dtype, "auto | bf16 | f16 | f32 (platform.dtype)");
+  cmd->add_option("--dtype", o.dtype, "auto | bf16 | f16 | f32 | int8 (platform.dtype; int8 = weights quantised at load)");
   cmd->add_option("--threads", o.threads, "worker threads, 0 = all allowed CPUs (platform.threads)");
   cmd->add_option("--tp,--tensor-parallel", o.tensor_parallel, "tensor-parallel size (parallel.tensor_parallel)");
   cmd->add_option("--mode", o.mode, "offline | serve | bench (runtime.mode)");
@@ -241,7 +241,7 @@ void validate(const Constraints& c) {
   if (!fs::is_directory(c.model))
     fail(s, ": field 'model.path': '", c.model.string(), "' is not a directory");
   if (c.platform.empty()) fail(s, ": field 'platform.name': expected \"auto\" or a platform id, got \"\"");
-  check_one_of(s, "platform.dtype", c.dtype, {"auto", "bf16", "f16", "f32"});
+  check_one_of(s, "platform.dtype", c.dtype, {"auto", "bf16", "f16", "f32", "int8"});
   check_range(s, "platform.threads", c.threads, 0, 1024);
   check_range(s, "parallel.tensor_parallel", c.tensor_parallel, 1, 1024);
   check_one_of(s, "runtime.mode", c.mode, {"offline", "serve", "bench"});

@@ -23,7 +23,7 @@ struct Targets {  // performance targets; 0 = no target
 struct Constraints {
   std::filesystem::path model;      // HF checkpoint directory (absolute after resolution)
   std::string platform = "auto";    // "auto" or a ckb/platforms id
-  std::string dtype = "auto";       // auto (= stored) | bf16 | f16 | f32: the weight dtype the engine computes with
+  std::string dtype = "auto";       // auto (= stored) | bf16 | f16 | f32 | int8 (quantised at load): the weight dtype the engine computes with
   int threads = 0;                  // 0 = every CPU this process may use
   int tensor_parallel = 1;
   std::string mode = "offline";     // offline | serve | bench

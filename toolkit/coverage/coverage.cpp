@@ -362,7 +362,15 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
     fail(c.source, ": field 'platform.dtype': platform ", platform.id, " cannot run dtype ", plan.dtype,
          " (it runs: ", supported, ")");
   }
-  if (plan.dtype != plan.weight_dtype)
+  // int8: the engine quantises the stored bf16/f32 projections at load (contract int8_weights, required below).
+  const bool int8 = plan.dtype == "int8";
+  if (int8 && plan.weight_dtype != "bf16" && plan.weight_dtype != "f32")
+    fail(c.source, ": field 'platform.dtype': int8 quantises bf16 or f32 weights at load; the checkpoint stores ",
+         plan.weight_dtype);
+  if (int8 && c.numerics == "fast")
+    fail(c.source, ": field 'runtime.numerics': \"fast\" (bf16 activations) is not available with platform.dtype = "
+         "\"int8\"; int8 weights run with precise (f32) activations (ckb/contracts/int8_weights.toml)");
+  if (!int8 && plan.dtype != plan.weight_dtype)
     plan.gaps.push_back({"option", "dtype_conversion",
                          "the checkpoint stores " + plan.weight_dtype + " weights but the constraints ask for " + plan.dtype +
                              "; engines compute with the stored dtype (no conversion component)",
@@ -398,6 +406,7 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
   if (family)
     for (const auto& r : family->requires_contracts) required.push_back({r, "family " + family->id});
   for (const char* r : {"sampler", "scheduler", "engine_cli"}) required.push_back({r, "runtime mode " + c.mode});
+  if (plan.dtype == "int8") required.push_back({"int8_weights", "platform.dtype = int8"});
   if (c.mode == "serve") required.push_back({"server", "runtime mode serve"});
   if (c.mode == "bench") required.push_back({"bench", "runtime mode bench"});
   plan.tokenizer_present = fs::exists(c.model / "tokenizer.json");

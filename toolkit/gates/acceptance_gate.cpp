@@ -37,6 +37,7 @@ namespace {
 
 struct Bounds {
   double near_tie = 0, precise_tolerance = 0, fast_tolerance = 0, fast_relative = 0, min_perturbation_change = 0;
+  double int8_accuracy = 0;  // int8 engine vs the unquantised model: max |diff| / max(1, max |logit|)
   int chunk_small = 0, new_tokens = 0, long_prompt = 0, long_context = 0, perturbation_attempts = 0;
 
   // The largest |engine - oracle| allowed over a sequence whose oracle logits reach `scale` in magnitude.
@@ -48,9 +49,15 @@ struct Bounds {
 
 Bounds acceptance_bounds(const ckb::Ckb& ckb) {
   auto need = [&](const char* key) { return gate_bound(ckb, "PASS_VERIFIED", key); };
-  return {need("precise_near_tie"), need("precise_logit_tolerance"), need("fast_logit_tolerance"),
-          need("fast_logit_tolerance_relative"), need("min_perturbation_change"), int(need("chunk_small")),
-          int(need("new_tokens")), int(need("long_prompt")), int(need("long_context")), int(need("perturbation_attempts"))};
+  Bounds b{need("precise_near_tie"), need("precise_logit_tolerance"), need("fast_logit_tolerance"),
+           need("fast_logit_tolerance_relative"), need("min_perturbation_change")};
+  b.int8_accuracy = need("int8_accuracy_relative");
+  b.chunk_small = int(need("chunk_small"));
+  b.new_tokens = int(need("new_tokens"));
+  b.long_prompt = int(need("long_prompt"));
+  b.long_context = int(need("long_context"));
+  b.perturbation_attempts = int(need("perturbation_attempts"));
+  return b;
 }
 
 using prompts::ids_text;
@@ -87,7 +94,9 @@ std::string verify_golden_files(const fs::path& dir) {
 // The oracle's logits over a whole sequence (every position), cached per sequence for one checkpoint.
 class OracleRows {
  public:
-  OracleRows(const fs::path& checkpoint, int threads) : model_(checkpoint, threads) {}
+  OracleRows(const fs::path& checkpoint, int threads,
+             oracle::WeightQuantization quant = oracle::WeightQuantization::none)
+      : model_(checkpoint, threads, quant) {}
   int vocab() const { return model_.vocab_size(); }
   const std::vector<double>& rows(const Ids& sequence) {
     auto it = cache_.find(sequence);
@@ -318,6 +327,11 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
     const int compiled_chunk = plan.at("constraints").value("chunked_prefill", 0);
     const int max_step = compiled_chunk > 0 ? std::min(compiled_chunk, max_context) : max_context;
     const bool fast_mode = engine.manifest.value("dtype", "") == "bf16";
+    // int8 (ckb/contracts/int8_weights.toml): judged against the oracle on the weights quantised by the contract's
+    // formula (precise bound unchanged), and separately against the unquantised model within int8_accuracy_relative.
+    // Its greedy ids may differ from an HF trace of the bf16 model, so it is never PASS_VERIFIED (hf_trace route).
+    const bool int8 = engine.manifest.value("dtype", "") == "int8";
+    const oracle::WeightQuantization quant = int8 ? oracle::WeightQuantization::int8_per_row : oracle::WeightQuantization::none;
     const int threads = std::max(1, options.threads);
 
     // Golden cases: checked against their manifest before use; those of this architecture and shape kept.
@@ -354,7 +368,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
     }
     // Route: the engine's checkpoint is a golden case when its weights are byte-identical to one.
     std::optional<std::pair<fs::path, json>> golden_self;
-    if (fs::exists(checkpoint / "model.safetensors")) {
+    if (!int8 && fs::exists(checkpoint / "model.safetensors")) {
       const std::string own_sha = generator::sha256_file(checkpoint / "model.safetensors");
       for (const auto& c : same_shape_cases)
         if (generator::sha256_file(c.first / "model.safetensors") == own_sha &&
@@ -408,7 +422,10 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
 
     // The engine and the oracle read the same bytes: the sandbox's copy (the user's file may change meanwhile).
     const std::string model = sandbox.add_checkpoint(checkpoint);
-    OracleRows oracle(sandbox.host_path(model), threads);
+    OracleRows oracle(sandbox.host_path(model), threads, quant);
+    std::optional<OracleRows> unquantised;  // int8 only: the model as stored, for the accuracy bound
+    if (int8) unquantised.emplace(sandbox.host_path(model), threads);
+    double worst_int8_accuracy = 0;
     std::vector<std::string> failures;
     int near_ties = 0;
     double worst_precise = 0, worst_fast = 0;
@@ -470,6 +487,25 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
           if (mode == "fast") worst_fast = std::max(worst_fast, diff);
           else worst_precise = std::max(worst_precise, diff / std::max(1.0, max_abs(oracle.rows(sequence))));
         }
+      // 2b. int8: the quantisation error itself, against the unquantised model's teacher-forced logits.
+      if (int8) {
+        std::string error;
+        const auto logits = subject.score(model, sequence, oracle.vocab(), "precise", 0, error);
+        if (!logits) {
+          fail_prompt("int8_accuracy", error);
+        } else {
+          const auto [diff, scale] = logit_difference(*logits, unquantised->rows(sequence));
+          const double relative = diff / std::max(1.0, scale);
+          worst_int8_accuracy = std::max(worst_int8_accuracy, relative);
+          pr["int8_accuracy_relative"] = relative;
+          if (!(relative <= bounds.int8_accuracy)) {
+            std::ostringstream m;
+            m << "int8 teacher-forced logits differ from the unquantised model's by " << diff << " = " << relative
+              << " x max(1, max |logit| " << scale << "), above the int8 accuracy bound " << bounds.int8_accuracy;
+            fail_prompt("int8_accuracy", m.str());
+          }
+        }
+      }
       // 3. Greedy generation with prefill chunks below and above the prompt length.
       for (int chunk : chunks) {
         if (chunk == 0 || chunk > int(p.ids.size()) + 1) continue;
@@ -507,13 +543,18 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
     g.evidence["worst_precise_logit_diff_relative"] = worst_precise;
     if (fast_mode) g.evidence["worst_fast_logit_diff"] = worst_fast;
     if (!fast_mode) g.evidence["fast_mode"] = "not shipped: the engine's weights are not bf16 (--mode fast is refused)";
+    if (int8) {
+      g.evidence["int8"] = {{"judged_against", "the oracle on weights quantised by ckb/contracts/int8_weights.toml"},
+                            {"worst_accuracy_relative_vs_unquantised", worst_int8_accuracy},
+                            {"accuracy_bound_relative", bounds.int8_accuracy}};
+    }
 
     // Authenticity: other weights of this shape must be followed in every mode - teacher-forced logits against the
     // oracle on those weights, and greedy ids.
     const Prompt& probe = *std::max_element(prompts.begin(), prompts.begin() + std::min<std::size_t>(2, prompts.size()),
                                             [](const Prompt& a, const Prompt& b) { return a.ids.size() < b.ids.size(); });
     auto follows = [&](const fs::path& host_copy, const std::string& engine_copy, const Ids& sequence) -> std::string {
-      OracleRows other(host_copy, threads);
+      OracleRows other(host_copy, threads, quant);
       for (const std::string& mode : modes) {
         double diff = 0;
         const std::string why = check_scores(subject, other, engine_copy, sequence, mode, 0, bounds, diff);
@@ -540,7 +581,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
         json a = {{"tensor", pert.tensor}, {"how", pert.how}};
         const std::string copy = sandbox.add_checkpoint(staging);
         fs::remove_all(staging);
-        OracleRows perturbed(sandbox.host_path(copy), threads);
+        OracleRows perturbed(sandbox.host_path(copy), threads, quant);
         const auto [moved, scale] = logit_difference(std::vector<float>(original.begin(), original.end()), perturbed.rows(probe_sequence));
         a["oracle_logits_moved"] = moved;
         if (moved < bounds.min_perturbation_change * std::max(1.0, scale)) {
@@ -566,7 +607,9 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
       for (const auto& [dir, trace] : same_shape_cases) {
         if (golden_self && dir == golden_self->first) continue;
         const std::string other = sandbox.add_checkpoint(dir);
-        for (const auto& p : trace.at("prompts")) {
+        // An int8 engine's greedy ids need not equal a bf16 trace: it follows the second checkpoint through the
+        // quantised oracle below (teacher-forced logits and near-tie greedy), not through the trace.
+        for (const auto& p : int8 ? json::array() : trace.at("prompts")) {
           const Ids prompt = p.at("prompt_ids").get<Ids>(), expected = p.at("greedy_ids").get<Ids>();
           if (max_context > 0 && int(prompt.size() + expected.size()) > max_context) continue;
           const Run r = subject.generate(other, prompt, int(expected.size()), "precise", 0);
@@ -577,7 +620,8 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
         }
         const std::string why = follows(sandbox.host_path(other), other, probe_sequence);
         if (!why.empty()) failures.push_back("authenticity (second checkpoint " + dir.filename().string() + "): " + why);
-        second.push_back({{"checkpoint", dir.filename().string()}, {"against", "its HF trace and the oracle"}, {"result", why.empty() ? "ok" : why}});
+        second.push_back({{"checkpoint", dir.filename().string()}, {"against", int8 ? "the oracle (int8 weights)" : "its HF trace and the oracle"}, {"result", why.empty() ? "ok" : why}});
+        if (int8) ++checked;
       }
       if (checked == 0) {
         const uint64_t seed = random_seed();
@@ -608,7 +652,8 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
                                   " prompt(s); " + mode_text + " within bounds of the oracle; perturbed and second checkpoints followed"
                             : "this binary on this checkpoint: " + std::to_string(prompts.size()) +
                                   " prompts agree with the reference oracle (" + std::to_string(near_ties) + " near-ties); " + mode_text +
-                                  " within bounds; perturbed and fresh-weight checkpoints followed");
+                                  " within bounds" + (int8 ? " (oracle on int8-quantised weights; within the int8 accuracy bound of the unquantised model)" : std::string()) +
+                                  "; perturbed and fresh-weight checkpoints followed");
   } catch (const std::exception& e) {
     return finish(false, std::string("acceptance could not run: ") + e.what());
   }

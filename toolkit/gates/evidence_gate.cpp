@@ -95,7 +95,11 @@ GateResult evidence_gate(const generator::Engine& engine, const GateOptions& opt
     // default numerics, as the acceptance gate applies it).
     {
       const std::string mode = engine.manifest.at("constraints").value("numerics", "precise");
-      oracle::ReferenceModel reference(sandbox.host_path(model), std::max(1, options.threads));
+      // An int8 engine is compared with the oracle on the contract-quantised weights (ckb/contracts/int8_weights.toml).
+      const oracle::WeightQuantization quant = engine.manifest.value("dtype", "") == "int8"
+                                                   ? oracle::WeightQuantization::int8_per_row
+                                                   : oracle::WeightQuantization::none;
+      oracle::ReferenceModel reference(sandbox.host_path(model), std::max(1, options.threads), quant);
       std::vector<int> sequence = prompts::golden_prompt(0, prompt_tokens, vocab);
       sequence.insert(sequence.end(), timed_ids.begin(), timed_ids.end() - 1);
       oracle::ReferenceModel::Sequence state = reference.new_sequence();

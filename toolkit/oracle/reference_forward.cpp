@@ -51,16 +51,43 @@ double dot(const double* a, const double* b, int64_t n) {
   return (s0 + s1) + (s2 + s3);
 }
 
-// Y[T, out] = X[T, in] @ W[out, in]^T. Each weight row is converted to double once per call and used for all T
-// positions; output rows are split across `threads`.
-void matmul(const double* X, int64_t T, const TensorRef& W, double* Y, int threads) {
+// The int8 weight contract (ckb/contracts/int8_weights.toml), applied to one row of stored weights w[0, n) in place:
+// the row's scale s = max|w| / 127 and every element's code q = rne(w / s) clamped to [-127, 127] are computed in
+// float32 exactly as the contract states them (one float division each, round half to even), and the row becomes
+// q * s (exact in double). An all-zero row stays zero. Written here from the contract text, not shared with the
+// engines' quantiser.
+void quantize_row_int8(double* w, int64_t n, const std::string& tensor, int64_t row) {
+  float amax = 0.0f;
+  for (int64_t k = 0; k < n; ++k) {
+    const float v = static_cast<float>(w[k]);  // stored bf16/f16/f32: exact in float
+    if (!std::isfinite(v)) error("oracle: tensor '", tensor, "' row ", row, ": non-finite weight, cannot quantise to int8");
+    amax = std::max(amax, std::fabs(v));
+  }
+  const float s = amax / 127.0f;
+  for (int64_t k = 0; k < n; ++k) {
+    if (s == 0.0f) {
+      w[k] = 0.0;
+      continue;
+    }
+    float q = std::nearbyint(static_cast<float>(w[k]) / s);  // default rounding mode: to nearest, ties to even
+    q = std::min(127.0f, std::max(-127.0f, q));
+    w[k] = static_cast<double>(q) * static_cast<double>(s);
+  }
+}
+
+// Y[T, out] = X[T, in] @ W[out, in]^T. Each weight row is converted to double once per call (and, for an int8
+// engine, quantised as its contract says) and used for all T positions; output rows are split across `threads`.
+void matmul(const double* X, int64_t T, const TensorRef& W, double* Y, int threads, WeightQuantization quant) {
   const int64_t out = W.shape[0], in = W.shape[1];
   auto rows = [&](int64_t r0, int64_t r1) {
     constexpr int64_t kBlock = 8;  // rows converted together, so each X row is fetched once per block
     std::vector<double> w(kBlock * in);
     for (int64_t r = r0; r < r1; r += kBlock) {
       const int64_t nb = std::min(kBlock, r1 - r);
-      for (int64_t b = 0; b < nb; ++b) W.row_to_double(r + b, in, w.data() + b * in);
+      for (int64_t b = 0; b < nb; ++b) {
+        W.row_to_double(r + b, in, w.data() + b * in);
+        if (quant == WeightQuantization::int8_per_row) quantize_row_int8(w.data() + b * in, in, W.name, r + b);
+      }
       for (int64_t t = 0; t < T; ++t)
         for (int64_t b = 0; b < nb; ++b) Y[t * out + r + b] = dot(w.data() + b * in, X + t * in, in);
     }
@@ -115,13 +142,13 @@ struct Dims {
 // out[T, H] = attention(h), h = the normed input [T, H]; the new keys/values are appended to `cache` (which holds
 // pos0 positions before).
 void attention(const AttentionWeights& w, const Dims& d, const std::vector<double>& inv_freq, int threads,
-               int64_t pos0, ReferenceModel::Sequence::LayerCache& cache, const std::vector<double>& h, int64_t T,
+               WeightQuantization quant, int64_t pos0, ReferenceModel::Sequence::LayerCache& cache, const std::vector<double>& h, int64_t T,
                std::vector<double>& out) {
   const int64_t qd = d.nH * d.D, kvd = d.nKV * d.D;
   std::vector<double> q(T * qd), k(T * kvd), v(T * kvd);                   // [T, nH*D], [T, nKV*D] x2
-  matmul(h.data(), T, *w.q_proj, q.data(), threads);
-  matmul(h.data(), T, *w.k_proj, k.data(), threads);
-  matmul(h.data(), T, *w.v_proj, v.data(), threads);
+  matmul(h.data(), T, *w.q_proj, q.data(), threads, quant);
+  matmul(h.data(), T, *w.k_proj, k.data(), threads, quant);
+  matmul(h.data(), T, *w.v_proj, v.data(), threads, quant);
 
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t hh = 0; hh < d.nH; ++hh) {
@@ -163,17 +190,17 @@ void attention(const AttentionWeights& w, const Dims& d, const std::vector<doubl
       }
     }
   }
-  matmul(att.data(), T, *w.o_proj, out.data(), threads);                  // out: [T, H]
+  matmul(att.data(), T, *w.o_proj, out.data(), threads, quant);                  // out: [T, H]
 }
 
 // out[T, H] = down(silu(gate(h)) * up(h)), h = the normed input [T, H].
-void swiglu_mlp(const MlpWeights& w, const Dims& d, int threads, const std::vector<double>& h, int64_t T,
+void swiglu_mlp(const MlpWeights& w, const Dims& d, int threads, WeightQuantization quant, const std::vector<double>& h, int64_t T,
                 std::vector<double>& out) {
   std::vector<double> g(T * d.I), u(T * d.I);                               // [T, I] x2
-  matmul(h.data(), T, *w.gate_proj, g.data(), threads);
-  matmul(h.data(), T, *w.up_proj, u.data(), threads);
+  matmul(h.data(), T, *w.gate_proj, g.data(), threads, quant);
+  matmul(h.data(), T, *w.up_proj, u.data(), threads, quant);
   for (int64_t i = 0; i < T * d.I; ++i) g[i] = silu(g[i]) * u[i];
-  matmul(g.data(), T, *w.down_proj, out.data(), threads);                 // out: [T, H]
+  matmul(g.data(), T, *w.down_proj, out.data(), threads, quant);                 // out: [T, H]
 }
 
 }  // namespace
@@ -184,6 +211,7 @@ struct ReferenceModel::Impl {
   ReferenceConfig cfg;
   CheckpointWeights weights;
   int threads = 1;
+  WeightQuantization quant = WeightQuantization::none;
   Dims d{};
   std::vector<double> inv_freq;  // [D/2]
   const TensorRef* embed = nullptr;       // [V, H]
@@ -194,13 +222,14 @@ struct ReferenceModel::Impl {
   Impl(ReferenceConfig c, CheckpointWeights w) : cfg(std::move(c)), weights(std::move(w)) {}
 };
 
-ReferenceModel::ReferenceModel(const std::filesystem::path& dir, int threads) {
+ReferenceModel::ReferenceModel(const std::filesystem::path& dir, int threads, WeightQuantization quant) {
   if (threads < 1) error("oracle: threads must be >= 1, got ", threads);
   ReferenceConfig cfg = read_reference_config(dir);
   impl_ = std::make_unique<Impl>(std::move(cfg), CheckpointWeights::open(dir));
   Impl& m = *impl_;
   const ReferenceConfig& c = m.cfg;
   m.threads = threads;
+  m.quant = quant;
   m.d = Dims{c.vocab_size, c.hidden_size, c.intermediate_size, c.num_heads, c.num_kv_heads, c.head_dim,
              c.num_layers, c.rms_norm_eps};
   const Dims& d = m.d;
@@ -273,13 +302,13 @@ std::vector<double> ReferenceModel::append(Sequence& seq, const std::vector<int>
     for (int64_t t = 0; t < T; ++t) rms_norm(&x[t * d.H], *w.input_norm, d.eps, d.H, &h[t * d.H]);
     switch (w.kind) {
       case LayerKind::FullAttention:
-        attention(w.attn, d, m.inv_freq, m.threads, pos0, seq.layers[l], h, T, y);
+        attention(w.attn, d, m.inv_freq, m.threads, m.quant, pos0, seq.layers[l], h, T, y);
         break;
     }
     for (int64_t i = 0; i < T * d.H; ++i) x[i] += y[i];
 
     for (int64_t t = 0; t < T; ++t) rms_norm(&x[t * d.H], *w.post_norm, d.eps, d.H, &h[t * d.H]);
-    swiglu_mlp(w.mlp, d, m.threads, h, T, y);
+    swiglu_mlp(w.mlp, d, m.threads, m.quant, h, T, y);
     for (int64_t i = 0; i < T * d.H; ++i) x[i] += y[i];
   }
   seq.length += static_cast<int>(T);
@@ -288,7 +317,7 @@ std::vector<double> ReferenceModel::append(Sequence& seq, const std::vector<int>
   const int64_t R = T - logits_from;
   for (int64_t r = 0; r < R; ++r) rms_norm(&x[(logits_from + r) * d.H], *m.final_norm, d.eps, d.H, &h[r * d.H]);
   std::vector<double> logits(R * d.V);
-  if (R > 0) matmul(h.data(), R, *m.lm_head, logits.data(), m.threads);
+  if (R > 0) matmul(h.data(), R, *m.lm_head, logits.data(), m.threads, m.quant);
   return logits;
 }
 

@@ -21,12 +21,19 @@
 
 namespace mi::oracle {
 
+// How the projection weights are read. none: as stored (the model itself). int8_per_row: as an int8 engine computes
+// with them (ckb/contracts/int8_weights.toml): every projection and the LM head (q, k, v, o, gate, up, down,
+// lm_head or the tied embedding used as the head) quantised row by row - scale max|w|/127 in float32, codes
+// rne(w / scale) clamped to [-127, 127] - and used as code * scale; embedding lookups and norms stay as stored.
+enum class WeightQuantization { none, int8_per_row };
+
 class ReferenceModel {
  public:
   // Loads and validates config.json and every weight the forward needs (names, shapes, dtypes). OracleError naming
   // the file and the field or tensor on anything malformed or not implemented. `threads` >= 1 splits the output
   // rows of every projection across that many std::threads.
-  explicit ReferenceModel(const std::filesystem::path& checkpoint_dir, int threads = 1);
+  explicit ReferenceModel(const std::filesystem::path& checkpoint_dir, int threads = 1,
+                          WeightQuantization quant = WeightQuantization::none);
   ReferenceModel(ReferenceModel&&) noexcept;
   ReferenceModel& operator=(ReferenceModel&&) noexcept;
   ~ReferenceModel();

@@ -103,6 +103,16 @@ TEST(Plan, UnsupportedOptionsAreGapsNotErrors) {
   EXPECT_TRUE(gap_ids(json::parse(conv.out)).count("dtype_conversion"));
 }
 
+// platform.dtype = "int8" is covered: the plan requires the int8_weights contract (no dtype_conversion gap).
+TEST(Plan, Int8WeightsArePlannedWithTheirContract) {
+  const auto r = metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--dtype", "int8", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json plan = json::parse(r.out);
+  EXPECT_TRUE(gap_ids(plan).empty()) << plan.dump(1);
+  EXPECT_NE(plan.dump().find("\"int8_weights\""), std::string::npos) << plan.dump(1);
+  EXPECT_NE(plan.dump().find("components/model/int8_weights.h"), std::string::npos) << plan.dump(1);
+}
+
 TEST(Plan, ImpossibleValuesExitTwoNamingTheField) {
   struct Case {
     std::vector<std::string> args;
@@ -119,6 +129,7 @@ TEST(Plan, ImpossibleValuesExitTwoNamingTheField) {
       {{"--mode", "train"}, "runtime.mode"},
       {{"--threads", "-1"}, "platform.threads"},
       {{"--max-batch", "0"}, "runtime.max_batch"},
+      {{"--dtype", "int8", "--numerics", "fast"}, "runtime.numerics"},  // int8 runs precise (f32) activations only
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"plan", "--model", m};

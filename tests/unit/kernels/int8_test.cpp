@@ -1,0 +1,114 @@
+// int8-weight kernels (matvec, matmul with one f32 scale per row; ckb/contracts/int8_weights.toml) of every x86
+// level against the Scalar oracle: ragged column counts (not multiples of 8, 16 or 64), row counts that exercise
+// the row blocks and the single-row tails, token counts around the 4-token blocks, row stride ld > cols with the
+// padding set to -128 (a value quantisation never produces) and activations that are NaN past `cols`, so a kernel
+// reading past a row poisons its result. The scalar level itself is checked against a double-precision sum.
+#include "kernel_test_support.h"
+
+namespace mi::kernels::test {
+namespace {
+
+const int kCols[] = {1, 7, 16, 17, 63, 64, 65, 130, 1000, 1024};
+const int kRows[] = {1, 3, 8, 9, 17, 33};
+
+struct Int8Matrix {
+  std::vector<int8_t> q;
+  std::vector<float> scale;
+};
+
+Int8Matrix random_int8(int rows, int cols, std::size_t ld, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> val(-127, 127);
+  std::uniform_real_distribution<float> s(1e-4f, 2e-2f);
+  Int8Matrix m{std::vector<int8_t>(std::size_t(rows) * ld, int8_t(-128)), std::vector<float>(std::size_t(rows))};
+  for (int r = 0; r < rows; ++r) {
+    m.scale[std::size_t(r)] = s(gen);
+    for (int c = 0; c < cols; ++c) m.q[std::size_t(r) * ld + std::size_t(c)] = int8_t(val(gen));
+  }
+  return m;
+}
+
+// Activations [M, ldx] with ldx > cols, NaN past cols.
+std::vector<float> random_acts(int M, int cols, std::size_t ldx, uint32_t seed) {
+  std::vector<float> x = random_floats(std::size_t(M) * ldx, -1.0f, 1.0f, seed);
+  for (int m = 0; m < M; ++m)
+    for (std::size_t c = std::size_t(cols); c < ldx; ++c) x[std::size_t(m) * ldx + c] = std::numeric_limits<float>::quiet_NaN();
+  return x;
+}
+
+// |level - oracle| for y = s * sum: the two sums differ by at most dot_bound, scaled by s; each side rounds the
+// final product once (relative u each).
+double int8_bound(const Int8Matrix& w, std::size_t ld, const float* x, int r, int cols, double y) {
+  double sum_abs = 0;
+  for (int c = 0; c < cols; ++c) sum_abs += std::fabs(double(w.q[std::size_t(r) * ld + std::size_t(c)]) * x[c]);
+  return double(w.scale[std::size_t(r)]) * dot_bound(cols, sum_abs) + 2.0 * kU * std::fabs(y);
+}
+
+template <class K>
+class Int8Test : public ::testing::Test {};
+TYPED_TEST_SUITE(Int8Test, Levels);
+
+TYPED_TEST(Int8Test, MatvecMatchesScalar) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
+  uint32_t seed = 11;
+  for (int rows : kRows)
+    for (int cols : kCols) {
+      const std::size_t ld = std::size_t(cols) + 5;
+      const Int8Matrix w = random_int8(rows, cols, ld, seed++);
+      const std::vector<float> x = random_acts(1, cols, std::size_t(cols) + 16, seed++);
+      std::vector<float> y(std::size_t(rows) + 1, -7.0f), ref(std::size_t(rows), 0.0f);
+      K::matvec(w.q.data(), w.scale.data(), ld, x.data(), y.data(), rows, cols);
+      Scalar::matvec(w.q.data(), w.scale.data(), ld, x.data(), ref.data(), rows, cols);
+      for (int r = 0; r < rows; ++r)
+        ASSERT_NEAR(y[std::size_t(r)], ref[std::size_t(r)], int8_bound(w, ld, x.data(), r, cols, ref[std::size_t(r)]))
+            << K::name << " rows=" << rows << " cols=" << cols << " r=" << r;
+      ASSERT_EQ(y[std::size_t(rows)], -7.0f) << K::name << ": wrote past y[rows - 1]";
+    }
+}
+
+TYPED_TEST(Int8Test, MatmulMatchesScalar) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
+  uint32_t seed = 101;
+  for (int M : {1, 2, 3, 4, 5, 9})
+    for (int rows : {1, 5, 16, 19, 40})
+      for (int cols : {1, 17, 64, 129, 600, 1100}) {
+        const std::size_t ld = std::size_t(cols) + 3, ldx = std::size_t(cols) + 9, ldy = std::size_t(rows) + 2;
+        const Int8Matrix w = random_int8(rows, cols, ld, seed++);
+        const std::vector<float> x = random_acts(M, cols, ldx, seed++);
+        std::vector<float> y(std::size_t(M) * ldy, -7.0f), ref(std::size_t(M) * ldy, -7.0f);
+        K::matmul(w.q.data(), w.scale.data(), ld, x.data(), ldx, y.data(), ldy, M, rows, cols);
+        Scalar::matmul(w.q.data(), w.scale.data(), ld, x.data(), ldx, ref.data(), ldy, M, rows, cols);
+        for (int m = 0; m < M; ++m) {
+          for (int r = 0; r < rows; ++r) {
+            const std::size_t i = std::size_t(m) * ldy + std::size_t(r);
+            ASSERT_NEAR(y[i], ref[i], int8_bound(w, ld, x.data() + std::size_t(m) * ldx, r, cols, ref[i]))
+                << K::name << " M=" << M << " rows=" << rows << " cols=" << cols << " m=" << m << " r=" << r;
+          }
+          for (std::size_t r = std::size_t(rows); r < ldy; ++r)
+            ASSERT_EQ(y[std::size_t(m) * ldy + r], -7.0f) << K::name << ": wrote into Y's row padding";
+        }
+      }
+}
+
+// The oracle itself: scale * (f32 sum) against the exact (double) value of scale * sum q*x.
+TEST(Int8Scalar, MatvecIsScaleTimesSum) {
+  const int rows = 7, cols = 300;
+  const Int8Matrix w = random_int8(rows, cols, cols, 5);
+  const std::vector<float> x = random_floats(cols, -1.0f, 1.0f, 6);
+  std::vector<float> y(rows);
+  Scalar::matvec(w.q.data(), w.scale.data(), cols, x.data(), y.data(), rows, cols);
+  for (int r = 0; r < rows; ++r) {
+    double exact = 0, sum_abs = 0;
+    for (int c = 0; c < cols; ++c) {
+      exact += double(w.q[std::size_t(r) * cols + std::size_t(c)]) * x[std::size_t(c)];
+      sum_abs += std::fabs(double(w.q[std::size_t(r) * cols + std::size_t(c)]) * x[std::size_t(c)]);
+    }
+    exact *= w.scale[std::size_t(r)];
+    EXPECT_NEAR(y[std::size_t(r)], exact, w.scale[std::size_t(r)] * cols * kU * sum_abs + kU * std::fabs(exact)) << r;
+  }
+}
+
+}  // namespace
+}  // namespace mi::kernels::test
