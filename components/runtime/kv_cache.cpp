@@ -36,7 +36,7 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
          shape.layers, " layers x ", shape.kv_heads, " kv heads x ", shape.head_dim, " head_dim)");
   storage_floats_ = block_floats_ * total_blocks_;
   const std::size_t bytes = std::max<std::size_t>(storage_floats_ * sizeof(float), 1);
-  void* mapped = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* mapped = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mapped == MAP_FAILED)
     fail("KvCache: could not reserve ", bytes, " bytes for the cache (", std::strerror(errno), ")");
   storage_ = std::unique_ptr<float[], UnmapCache>(static_cast<float*>(mapped), UnmapCache{bytes});

@@ -94,9 +94,11 @@ class KvCache {
   std::size_t block_floats_ = 0;     // floats per block
   std::size_t head_block_floats_ = 0;  // block_size * head_dim
   std::size_t storage_floats_ = 0;
-  // Anonymous memory mapping: the kernel hands out zero pages on first touch, so every position reads as zero
-  // before it is written, and only the blocks sequences actually fill become resident (a max_context of 4096
-  // no longer costs the whole cache in RSS and start-up time to zero it).
+  // Anonymous memory mapping: the kernel hands out zero pages on first touch, so a never-used block reads as zero,
+  // and only the blocks sequences actually fill become resident (a max_context of 4096 no longer costs the whole
+  // cache in RSS and start-up time to zero it). A recycled block keeps its old contents; attention reads only
+  // positions written for the current sequence. Without MAP_NORESERVE the mapping is charged against the
+  // system's commit limit, so under strict overcommit an oversized cache fails here, at construction.
   std::unique_ptr<float[], UnmapCache> storage_;
   std::vector<Sequence> sequences_;
   std::size_t total_blocks_ = 0;

@@ -213,6 +213,11 @@ class Model {
 @LAYER_FIELDS@  };
 
   static mi::engine::RuntimeOptions checked(mi::engine::RuntimeOptions o) {
+    // A level that needs the OS's consent (AMX tiles) is checked before anything runs, not at the first long prompt.
+    if constexpr (requires { K::available(); })
+      if (!K::available())
+        mi::fail("kernel level ", K::name, ": this CPU or OS does not provide it (AMX needs CPUID AMX-TILE/AMX-BF16 and "
+                 "Linux granting the tile state via arch_prctl); generate the engine for another platform");
     if (o.threads < 1) mi::fail("--threads: expected >= 1, got ", o.threads);
     if (o.max_batch < 1) mi::fail("max_batch: expected >= 1, got ", o.max_batch);
     if (o.max_context < 1 || o.max_context > config::kMaxPositionEmbeddings)
@@ -601,13 +606,13 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
       {"@EMBED_STEP@", embed_step},
       {"@BATCH_LAYER_STEPS@", batch_layer_steps},
       {"@OP_NAMES@", op_names},
+      // Fast numerics feed bf16 activations to bf16 weights only: an f32- or int8-weight engine has no fast path.
       {"@BATCH_DISPATCH@",
-       plan.dtype == "f32"
-           ? "    if (options_.fast) mi::fail(\"--mode fast needs bf16 weights; this engine has f32 weights\");\n"
+       plan.dtype != "bf16"
+           ? "    if (options_.fast) mi::fail(\"--mode fast needs bf16 weights; this engine has " + plan.dtype + " weights\");\n"
              "    forward_batch_impl<mi::model::Numerics::precise>(seqs, ids, B, logits);"
            : "    if (options_.fast) forward_batch_impl<mi::model::Numerics::fast>(seqs, ids, B, logits);\n"
              "    else forward_batch_impl<mi::model::Numerics::precise>(seqs, ids, B, logits);"},
-      // Fast numerics feed bf16 activations to bf16 weights only: an f32-weight engine has no fast path.
       {"@FORWARD_DISPATCH@",
        plan.dtype != "bf16"
            ? "    if (options_.fast) mi::fail(\"--mode fast needs bf16 weights; this engine has " + plan.dtype + " weights\");\n"

@@ -71,10 +71,20 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
   std::ofstream(main_cpp) << timing_program_source(platform.kernel_level, platform.kernel_struct);
   const auto sources = level_sources(components, platform.kernel_level);
 
+  const bool fast = plan.constraints.numerics == "fast";
   for (const auto& param : platform.tuning) {
+    if (plan.dtype != "bf16") {
+      // The parameters tune the bf16-weight kernels; int8 and f32 engines run other kernels that do not read them.
+      result.report[param.parameter] = {{"op", param.op}, {"chosen", nullptr},
+                                        {"skipped", "the tuned kernels take bf16 weights; this engine computes with " +
+                                                        plan.dtype + " weights, whose kernels do not read " + param.parameter}};
+      std::cerr << "tune: " << param.parameter << " skipped (" << plan.dtype << " weights)\n";
+      continue;
+    }
     const auto shapes = model_shapes(plan, param.op);
     json entry = {{"op", param.op}, {"default", param.default_value}, {"summary", param.summary},
-                  {"threads", o.threads}, {"tokens", param.op == "matvec" ? 1 : o.prefill_tokens}};
+                  {"threads", o.threads}, {"tokens", param.op == "matvec" ? 1 : o.prefill_tokens},
+                  {"numerics", fast ? "fast" : "precise"}};
     json shape_list = json::array();
     for (const auto& [r, c] : shapes) shape_list.push_back({r, c});
     entry["shapes"] = shape_list;
@@ -98,7 +108,8 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
       results[v] = {{"ok", true}, {"seconds", nullptr}, {"runs", json::array()}};
     }
     // Interleaved rounds: every value once per round, so drift on a shared machine hits all of them alike.
-    std::vector<std::string> args = {param.op, std::to_string(o.threads), std::to_string(o.prefill_tokens),
+    std::vector<std::string> args = {param.op, fast ? "fast" : "precise", std::to_string(o.threads),
+                                     std::to_string(o.prefill_tokens),
                                      std::to_string(o.repeats),
                                      std::to_string(param.op == "matvec" ? std::min(o.decode_max_bytes, double(plan.weight_bytes)) : 0.0)};
     for (const auto& [r, c] : shapes) {
@@ -160,6 +171,9 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
 
 void record_experience(const fs::path& file, const ckb::Platform& platform, const coverage::Plan& plan,
                        const TuneResult& result) {
+  bool measured = false;
+  for (const auto& [name, entry] : result.report.items()) measured = measured || !entry.contains("skipped");
+  if (!measured) return;
   const bool exists = fs::exists(file);
   std::ofstream out(file, std::ios::app);
   if (!out) fail(file.string(), ": cannot append the tuning measurements");
@@ -172,6 +186,7 @@ void record_experience(const fs::path& file, const ckb::Platform& platform, cons
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   const platform::CpuInfo cpu = platform::detect_cpu();
   for (const auto& [name, entry] : result.report.items()) {
+    if (entry.contains("skipped")) continue;  // nothing was measured
     out << "\n[[measurement]]\n"
         << "date = \"" << date << "\"\n"
         << "platform = \"" << platform.id << "\"\n"

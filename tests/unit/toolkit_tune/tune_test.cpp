@@ -65,6 +65,27 @@ TEST(Tune, Avx512ParametersAreTimedCheckedAndBuiltIn) {
   EXPECT_EQ(v.out.find("differs from what the generator emits"), std::string::npos) << v.out;
 }
 
+// The parameters tune the bf16-weight kernels: an int8 engine's kernels do not read them, so nothing is timed or
+// recorded for it, and the manifest says why.
+TEST(Tune, Int8EnginesSkipTheBf16KernelParameters) {
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl") ||
+      !__builtin_cpu_supports("avx512dq"))
+    GTEST_SKIP() << "this CPU cannot run x86-64-avx512";
+  mi_test::TempDir dir("tuneint8");
+  fs::copy(mi::ckb::default_ckb_dir(), dir / "ckb", fs::copy_options::recursive);
+  const auto r = metainfer({"generate", "--model", golden("qwen3-tiny").string(), "--platform", "x86-64-avx512", "--dtype",
+                            "int8", "--no-verify", "--tune", "--ckb", (dir / "ckb").string(), "-o", (dir / "e").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json manifest = json::parse(read(dir / "e/MANIFEST.json"));
+  ASSERT_FALSE(manifest.at("tuning").empty());
+  for (const auto& [name, entry] : manifest.at("tuning").items()) {
+    EXPECT_TRUE(entry.contains("skipped")) << name << ": " << entry.dump();
+    EXPECT_TRUE(entry.at("chosen").is_null()) << name;
+  }
+  EXPECT_TRUE(manifest.at("constraints").at("tuning").empty());
+  EXPECT_FALSE(fs::exists(dir / "ckb/experience/kernel_tuning.toml")) << "nothing measured, nothing recorded";
+}
+
 TEST(Tune, ConstraintsNamingAnUndeclaredParameterOrValueAreRefused) {
   mi_test::TempDir dir("tunebad");
   const fs::path model = golden("qwen3-tiny");
