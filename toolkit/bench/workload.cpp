@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "engine/bench_stats.h"
 
 namespace mi::bench {
 
@@ -44,20 +45,10 @@ nlohmann::json Stat::to_json() const {
   return {{"mean", mean}, {"stddev", stddev}, {"n", n}};
 }
 
+// The same statistics ENGINE bench reports (one definition, components/engine/bench_stats.h).
 Stat summarize(const std::vector<double>& values) {
-  Stat s;
-  double sum = 0;
-  for (double v : values)
-    if (std::isfinite(v)) sum += v, ++s.n;
-  if (s.n == 0) return s;
-  s.mean = sum / s.n;
-  if (s.n > 1) {
-    double sq = 0;
-    for (double v : values)
-      if (std::isfinite(v)) sq += (v - s.mean) * (v - s.mean);
-    s.stddev = std::sqrt(sq / (s.n - 1));
-  }
-  return s;
+  const engine::RunStat r = engine::summarize_runs(values);
+  return {r.mean, r.stddev, r.n};
 }
 
 }  // namespace mi::bench
