@@ -212,12 +212,18 @@ class Model {
   struct LayerWeights {
 @LAYER_FIELDS@  };
 
-  static mi::engine::RuntimeOptions checked(mi::engine::RuntimeOptions o) {
-    // A level that needs the OS's consent (AMX tiles) is checked before anything runs, not at the first long prompt.
-    if constexpr (requires { K::available(); })
-      if (!K::available())
-        mi::fail("kernel level ", K::name, ": this CPU or OS does not provide it (AMX needs CPUID AMX-TILE/AMX-BF16 and "
+  // A level that needs the OS's consent (AMX tiles) is checked before anything runs, not at the first long prompt.
+  // A template, so that for levels without available() the check is discarded rather than ill-formed.
+  template <class L>
+  static void check_level_available() {
+    if constexpr (requires { L::available(); })
+      if (!L::available())
+        mi::fail("kernel level ", L::name, ": this CPU or OS does not provide it (AMX needs CPUID AMX-TILE/AMX-BF16 and "
                  "Linux granting the tile state via arch_prctl); generate the engine for another platform");
+  }
+
+  static mi::engine::RuntimeOptions checked(mi::engine::RuntimeOptions o) {
+    check_level_available<K>();
     if (o.threads < 1) mi::fail("--threads: expected >= 1, got ", o.threads);
     if (o.max_batch < 1) mi::fail("max_batch: expected >= 1, got ", o.max_batch);
     if (o.max_context < 1 || o.max_context > config::kMaxPositionEmbeddings)
