@@ -126,9 +126,7 @@ void linear(runtime::ThreadPool& pool, const Int8Matrix* weight, int out_feature
     fail("int8 linear: the matrix is [", weight->rows, ", ", weight->cols, "], the layer expects [", out_features, ", ",
          in_features, "]");
   const std::size_t ld = std::size_t(in_features);
-  const long macs_per_unit = long(detail::kRowUnit) * in_features * std::max(M, 1);
-  const int units_per_chunk = int(std::max(1L, detail::kMinMacsPerChunk / std::max(1L, macs_per_unit)));
-  pool.parallel_for(out_features, units_per_chunk * detail::kRowUnit, [&](int r0, int r1) {
+  for_row_blocks(pool, out_features, in_features, M, [&](int r0, int r1) {
     const int8_t* q = weight->q.get() + std::size_t(r0) * ld;
     const float* s = weight->scale.get() + r0;
     if (M == 1) K::matvec(q, s, ld, x, y + r0, r1 - r0, in_features);

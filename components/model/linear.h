@@ -66,6 +66,32 @@ void linear_rows(const W* weight, int in_features, const X* x, int M, float* y, 
 }
 }  // namespace detail
 
+// The row split every linear layer uses (bf16/f32 here, int8 in int8_weights.h): fn(r0, r1) over blocks of the
+// `rows` output rows of a layer with `cols` inputs and M tokens. Blocks start at multiples of kRowUnit rows and hold
+// enough multiply-adds to pay for a wake-up; about 4 per participant, claimed from a shared counter, so a thread
+// the OS delays (a shared machine) holds up one block instead of a fixed half of the rows. Every row is the same
+// kernel call on the same block boundaries whoever claims it, so results equal a static split's.
+template <class Fn>
+void for_row_blocks(runtime::ThreadPool& pool, int rows, int cols, int M, Fn&& fn) {
+  const long macs_per_unit = long(detail::kRowUnit) * cols * std::max(M, 1);
+  const int units_per_chunk = int(std::max(1L, detail::kMinMacsPerChunk / std::max(1L, macs_per_unit)));
+  const int grain = units_per_chunk * detail::kRowUnit;
+  const int participants = pool.chunk_count(rows, grain);
+  if (participants <= 1) {
+    if (rows > 0) fn(0, rows);
+    return;
+  }
+  constexpr int kBlocksPerThread = 4;
+  const int blocks = (rows + grain - 1) / grain;
+  const int block_rows = std::max(grain, (blocks / (participants * kBlocksPerThread)) * grain);
+  const int n_blocks = (rows + block_rows - 1) / block_rows;
+  std::atomic<int> next{0};
+  pool.parallel_chunks(participants, 1, [&](int, int, int) {
+    for (int b = next.fetch_add(1, std::memory_order_relaxed); b < n_blocks; b = next.fetch_add(1, std::memory_order_relaxed))
+      fn(b * block_rows, std::min(rows, (b + 1) * block_rows));
+  });
+}
+
 // y[m, r] = sum_c x[m, c] * weight[r, c]
 //   weight [out_features, in_features] row-major (bf16 from the checkpoint, or f32; fast mode needs bf16)
 //   x      [M, in_features]  f32 (precise) or bf16 (fast, from matmul_input)
@@ -74,25 +100,8 @@ template <class K, class W, class X>
 void linear(runtime::ThreadPool& pool, const W* weight, int out_features, int in_features, const X* x, int M,
             float* y) {
   static_assert(std::is_same_v<X, float> || std::is_same_v<W, bf16_t>, "fast (bf16) activations need bf16 weights");
-  const long macs_per_unit = long(detail::kRowUnit) * in_features * std::max(M, 1);
-  const int units_per_chunk = int(std::max(1L, detail::kMinMacsPerChunk / std::max(1L, macs_per_unit)));
-  const int grain = units_per_chunk * detail::kRowUnit;  // blocks start at multiples of kRowUnit rows
-  const int blocks = (out_features + grain - 1) / grain;
-  const int participants = pool.chunk_count(out_features, grain);
-  if (participants <= 1) return detail::linear_rows<K>(weight, in_features, x, M, y, out_features, 0, out_features);
-  // Dynamic split: about kBlocksPerThread blocks per participant, claimed from a shared counter. A thread that the
-  // OS delays (a shared machine) then holds up only its current block instead of a fixed half of the rows. Every
-  // row's value is computed by the same kernel call on the same block boundaries whoever claims it, so the result
-  // is the same as a static split's.
-  constexpr int kBlocksPerThread = 4;
-  const int block_rows = std::max(grain, (blocks / (participants * kBlocksPerThread)) * grain);
-  const int n_blocks = (out_features + block_rows - 1) / block_rows;
-  std::atomic<int> next{0};
-  pool.parallel_chunks(participants, 1, [&](int, int, int) {
-    for (int b = next.fetch_add(1, std::memory_order_relaxed); b < n_blocks; b = next.fetch_add(1, std::memory_order_relaxed)) {
-      const int r0 = b * block_rows, r1 = std::min(out_features, r0 + block_rows);
-      detail::linear_rows<K>(weight, in_features, x, M, y, out_features, r0, r1);
-    }
+  for_row_blocks(pool, out_features, in_features, M, [&](int r0, int r1) {
+    detail::linear_rows<K>(weight, in_features, x, M, y, out_features, r0, r1);
   });
 }
 

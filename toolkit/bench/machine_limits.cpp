@@ -90,14 +90,12 @@ __attribute__((target("amx-tile,amx-bf16"))) double dot_bf16_tile(long iteration
     cfg.rows[t] = 16;
   }
   _tile_loadconfig(&cfg);
-  for (int t = 0; t < 1; ++t) {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    _tile_zero(4);
-    _tile_zero(5);
-  }
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_zero(4);
+  _tile_zero(5);
   for (long i = 0; i < iterations; ++i) {
     _tile_dpbf16ps(0, 4, 5);
     _tile_dpbf16ps(1, 4, 5);
