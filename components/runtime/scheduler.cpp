@@ -22,6 +22,7 @@ const char* to_string(FinishReason reason) {
     case FinishReason::eos: return "eos";
     case FinishReason::stop: return "stop";
     case FinishReason::length: return "length";
+    case FinishReason::cancelled: return "cancelled";
   }
   return "?";
 }
@@ -103,8 +104,23 @@ const StepPlan& Scheduler::next_step() {
     const int id = waiting_[admitted];
     RequestStatus& s = requests_.at(id);
     if (s.kv_blocks > free_blocks_) break;
+    int cached = 0;
+    if (admission_hook_) {
+      try {
+        cached = admission_hook_(id);
+      } catch (...) {
+        waiting_.erase(waiting_.begin(), waiting_.begin() + std::ptrdiff_t(admitted));
+        throw;
+      }
+      if (cached < 0 || cached >= int(s.prompt_ids.size())) {
+        waiting_.erase(waiting_.begin(), waiting_.begin() + std::ptrdiff_t(admitted));
+        fail("scheduler: the admission hook reports ", cached, " cached prompt tokens for request ", id,
+             "; expected 0 <= n < prompt size ", s.prompt_ids.size());
+      }
+    }
     free_blocks_ -= s.kv_blocks;
     s.state = RequestState::prefilling;
+    s.prefilled = cached;
     running_.push_back(id);
     plan_.admitted.push_back(id);
     ++admitted;
@@ -173,6 +189,25 @@ std::vector<int> Scheduler::complete_step(std::span<const TokenResult> results) 
   }
   plan_open_ = false;
   return finished;
+}
+
+void Scheduler::cancel(int request) {
+  RequestStatus& s = checked(request);
+  switch (s.state) {
+    case RequestState::finished: return;
+    case RequestState::waiting:
+      waiting_.erase(std::find(waiting_.begin(), waiting_.end(), request));
+      s.state = RequestState::finished;
+      s.finish_reason = FinishReason::cancelled;
+      return;
+    case RequestState::prefilling:
+    case RequestState::decoding:
+      if (plan_open_)
+        fail("scheduler: cannot cancel request ", request, " (", to_string(s.state),
+             ") while its step is planned; complete the step first");
+      finish(request, FinishReason::cancelled);
+      return;
+  }
 }
 
 void Scheduler::finish(int request, FinishReason reason) {

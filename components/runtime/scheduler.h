@@ -10,9 +10,13 @@
 //               feeds the last chunk also samples the first generated token.
 //   decoding    one token per step: the last generated token is fed and the next one sampled.
 //   finished    on an EOS id, a stop string (detected by the caller on the text, reported in TokenResult::stop),
-//               or max_new_tokens generated; its slot and blocks are free for the next step's admissions.
+//               max_new_tokens generated, or cancel(); its slot and blocks are free for the next step's admissions.
 // Every step advances every running request by exactly one prefill chunk or one token (failure mode BUG-004-2:
 // a request that is running but not advanced makes generation hang).
+//
+// Prefix cache: an admission hook (set_admission_hook) is told of every request next_step() admits and answers
+// how many prompt tokens are already in the KV cache (KvCache::attach_prefix); the request's prefill then starts
+// there. Block accounting stays conservative: the whole budget is reserved even when blocks are shared.
 //
 // Loop:
 //   int id = scheduler.submit(request);                 // mi::Error when it can never fit
@@ -23,6 +27,7 @@
 //   }
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <vector>
@@ -44,16 +49,16 @@ struct Request {
 };
 
 enum class RequestState { waiting, prefilling, decoding, finished };
-enum class FinishReason { none, eos, stop, length };
+enum class FinishReason { none, eos, stop, length, cancelled };
 const char* to_string(RequestState state);
-const char* to_string(FinishReason reason);  // "none", "eos", "stop", "length"
+const char* to_string(FinishReason reason);  // "none", "eos", "stop", "length", "cancelled"
 
 struct RequestStatus {
   RequestState state = RequestState::waiting;
   FinishReason finish_reason = FinishReason::none;
   std::vector<int32_t> prompt_ids;
   std::vector<int32_t> output_ids;  // generated so far
-  int prefilled = 0;                // prompt tokens already fed
+  int prefilled = 0;                // prompt tokens already fed (or found in the cache by the admission hook)
   int max_new_tokens = 0;
   std::vector<int32_t> eos_ids;
   int kv_blocks = 0;                // blocks reserved while running
@@ -93,7 +98,22 @@ class Scheduler {
 
   // Admits waiting requests and plans one step for every running request. mi::Error if the previous plan was
   // not completed. The plan is valid until the next call.
+  // With an admission hook, each admitted request's hook value n becomes its `prefilled` and its first prefill
+  // chunk starts at n. If the hook throws, or returns n outside [0, prompt size), next_step() throws (mi::Error
+  // for a bad n): that request stays waiting, the ones admitted before it in this call stay admitted (their hook
+  // ran; the next plan includes them though it does not list them in `admitted`), and no plan is open.
   const StepPlan& next_step();
+
+  // Called for each request next_step() admits, after it decided to admit it and before it plans the step;
+  // returns how many prompt tokens are already in the KV cache (0 <= n < prompt size). Empty = no hook (n = 0).
+  void set_admission_hook(std::function<int(int request)> hook) { admission_hook_ = std::move(hook); }
+
+  // Finishes a waiting or running request at once with reason `cancelled`, releasing its slot and blocks (the
+  // caller frees its model sequence). A no-op for a finished request; mi::Error for an unknown id. Between steps
+  // any request may be cancelled; while a plan is open (next_step() returned a non-empty plan not yet completed)
+  // only waiting ones: cancelling a running request, which is in that plan, is an mi::Error (complete the step
+  // first, then cancel).
+  void cancel(int request);
 
   // Records the step's outcome: `results` must hold exactly one token for every request that samples in the
   // current plan (last prefill chunks and decodes), and nothing else (mi::Error otherwise, state unchanged).
@@ -122,6 +142,7 @@ class Scheduler {
   std::vector<int> running_;  // admission order
   StepPlan plan_;
   bool plan_open_ = false;
+  std::function<int(int)> admission_hook_;
 };
 
 }  // namespace mi::runtime

@@ -1,5 +1,5 @@
 // Sampling a token allocates nothing (every buffer is sized for the vocabulary at construction), whichever filters
-// are on. Counted by replacing the global operator new in this test executable (test_runtime): the only
+// are on; neither does the KV cache's per-step bookkeeping with the prefix cache on. Counted by replacing the global operator new in this test executable (test_runtime): the only
 // replacement in this area - another one would clash at link time.
 #include <gtest/gtest.h>
 
@@ -9,6 +9,7 @@
 #include <new>
 #include <vector>
 
+#include "runtime/kv_cache.h"
 #include "runtime/sampler.h"
 
 #include "../counting_allocator.h"
@@ -45,6 +46,37 @@ TEST(SamplerAllocation, SampleAllocatesNothing) {
     for (int i = 0; i < 20; ++i) (void)sampler.sample(logits, history);
     EXPECT_EQ(g_allocations.load() - before, 0) << "temperature " << params.temperature << " top_k " << params.top_k;
   }
+}
+
+// attach / append / publish / free / clear and eviction under pressure: all storage was reserved at construction.
+TEST(KvPrefixCacheAllocation, PrefixCacheBookkeepingAllocatesNothing) {
+  mi::runtime::KvCacheShape shape;
+  shape.layers = 1;
+  shape.kv_heads = 1;
+  shape.head_dim = 4;
+  shape.max_sequences = 2;
+  shape.max_context = 16;
+  shape.block_size = 4;
+  shape.prefix_cache = true;
+  mi::runtime::KvCache cache(shape);
+  std::vector<int32_t> prompts[2];
+  for (int p = 0; p < 2; ++p)
+    for (int i = 0; i < 13; ++i) prompts[p].push_back(int32_t(p * 100 + i));
+  const long before = g_allocations.load();
+  for (int round = 0; round < 20; ++round) {
+    const std::vector<int32_t>& prompt = prompts[round % 2];
+    const int a = cache.allocate_sequence();
+    const int cached = cache.attach_prefix(a, prompt);
+    cache.append(a, int(prompt.size()) - cached);
+    cache.publish_prefix(a, prompt);
+    const int b = cache.allocate_sequence();
+    cache.append(b, 8);  // pressure: evicts some cached blocks
+    cache.clear_sequence(b);
+    cache.free_sequence(b);
+    cache.free_sequence(a);
+  }
+  EXPECT_EQ(g_allocations.load() - before, 0);
+  EXPECT_GT(cache.prefix_hit_tokens(), 0);
 }
 
 }  // namespace

@@ -291,4 +291,154 @@ TEST(Scheduler, ReleaseForgetsOnlyFinishedRequests) {
   EXPECT_THROW(s.status(12345), mi::Error);
 }
 
+TEST(Scheduler, CancelWaitingRequest) {
+  Scheduler s(limits(1, 64));
+  const int a = s.submit(request(3, 2)), b = s.submit(request(3, 2));
+  s.cancel(b);
+  EXPECT_EQ(s.status(b).state, RequestState::finished);
+  EXPECT_EQ(s.status(b).finish_reason, FinishReason::cancelled);
+  EXPECT_STREQ(mi::runtime::to_string(FinishReason::cancelled), "cancelled");
+  EXPECT_EQ(s.waiting(), 1);
+  int steps = 0;
+  while (s.has_work()) {
+    const StepPlan& plan = s.next_step();
+    for (const auto& p : plan.prefills) EXPECT_EQ(p.request, a);
+    s.complete_step(tokens_for(plan));
+    ++steps;
+  }
+  EXPECT_EQ(steps, 2);  // only a ran
+  EXPECT_TRUE(s.status(b).output_ids.empty());
+  EXPECT_NO_THROW(s.release(b));
+}
+
+TEST(Scheduler, CancelPrefillingAndDecodingRequestsFreesTheirBlocks) {
+  SchedulerLimits l = limits(4, 64, 2, 4);
+  l.kv_blocks = 4;
+  Scheduler s(l);
+  const int a = s.submit(request(6, 2));  // 2 blocks, 3 prefill chunks
+  const int b = s.submit(request(1, 7));  // 2 blocks, decodes from step 2
+  const int c = s.submit(request(4, 4));  // 2 blocks: waits
+  const StepPlan& p1 = s.next_step();
+  EXPECT_EQ(p1.admitted, (std::vector<int>{a, b}));
+  s.complete_step(tokens_for(p1));
+  EXPECT_EQ(s.status(a).state, RequestState::prefilling);
+  EXPECT_EQ(s.status(b).state, RequestState::decoding);
+  EXPECT_EQ(s.free_kv_blocks(), 0);
+
+  s.cancel(a);  // prefilling
+  EXPECT_EQ(s.status(a).state, RequestState::finished);
+  EXPECT_EQ(s.status(a).finish_reason, FinishReason::cancelled);
+  EXPECT_EQ(s.status(a).prefilled, 2);
+  EXPECT_EQ(s.free_kv_blocks(), 2);
+  EXPECT_EQ(s.running(), 1);
+  const StepPlan& p2 = s.next_step();
+  EXPECT_EQ(p2.admitted, std::vector<int>{c});  // the freed blocks let c in
+  EXPECT_EQ(p2.decodes, std::vector<int>{b});
+  ASSERT_EQ(p2.prefills.size(), 1u);
+  EXPECT_EQ(p2.prefills[0].request, c);
+  s.complete_step(tokens_for(p2));
+
+  s.cancel(b);  // decoding
+  EXPECT_EQ(s.status(b).finish_reason, FinishReason::cancelled);
+  EXPECT_EQ(s.status(b).output_ids.size(), 2u);  // what it generated is kept
+  EXPECT_EQ(s.free_kv_blocks(), 2);
+  s.cancel(b);  // finished: no-op
+  EXPECT_EQ(s.free_kv_blocks(), 2);
+  EXPECT_EQ(s.status(b).finish_reason, FinishReason::cancelled);
+  while (s.has_work()) s.complete_step(tokens_for(s.next_step()));
+  EXPECT_EQ(s.status(c).finish_reason, FinishReason::length);
+  s.cancel(c);  // finished on its own: stays `length`
+  EXPECT_EQ(s.status(c).finish_reason, FinishReason::length);
+  EXPECT_EQ(s.free_kv_blocks(), 4);
+  EXPECT_THROW(s.cancel(99), mi::Error);
+}
+
+TEST(Scheduler, CancelWhileAPlanIsOpen) {
+  Scheduler s(limits(1, 64));
+  const int a = s.submit(request(3, 3)), b = s.submit(request(3, 3));
+  const StepPlan& plan = s.next_step();  // a runs, b waits
+  EXPECT_THROW(s.cancel(a), mi::Error);  // a is in the open plan
+  EXPECT_EQ(s.status(a).state, RequestState::prefilling);
+  EXPECT_NO_THROW(s.cancel(b));  // waiting: not in the plan
+  EXPECT_EQ(s.status(b).finish_reason, FinishReason::cancelled);
+  s.complete_step(tokens_for(plan));
+  EXPECT_NO_THROW(s.cancel(a));
+  EXPECT_FALSE(s.has_work());
+  EXPECT_EQ(s.free_kv_blocks(), s.limits().kv_blocks);
+}
+
+TEST(Scheduler, AdmissionHookOffsetsTheFirstPrefillChunk) {
+  SchedulerLimits l = limits(2, 64, 0, 4);
+  l.kv_blocks = 6;
+  Scheduler s(l);
+  std::vector<int> hooked;
+  s.set_admission_hook([&](int id) {
+    hooked.push_back(id);
+    return id == 0 ? 8 : 0;  // request 0 finds 8 prompt tokens cached
+  });
+  const int a = s.submit(request(10, 2));  // 12 tokens: 3 blocks
+  const int b = s.submit(request(5, 3));   // 8 tokens: 2 blocks
+  const int c = s.submit(request(2, 2));   // 1 block: no slot (max_batch 2), no hook call yet
+  const StepPlan& p1 = s.next_step();
+  EXPECT_EQ(hooked, (std::vector<int>{a, b}));
+  EXPECT_EQ(p1.admitted, (std::vector<int>{a, b}));
+  EXPECT_EQ(s.status(a).prefilled, 8);
+  EXPECT_EQ(s.free_kv_blocks(), 1);  // the whole budget stays reserved
+  ASSERT_EQ(p1.prefills.size(), 2u);
+  EXPECT_EQ(p1.prefills[0].request, a);
+  EXPECT_EQ(p1.prefills[0].first, 8);
+  EXPECT_EQ(p1.prefills[0].count, 2);
+  EXPECT_TRUE(p1.prefills[0].last);
+  EXPECT_EQ(p1.prefills[1].first, 0);
+  EXPECT_EQ(p1.prefills[1].count, 5);
+  s.complete_step(tokens_for(p1));
+  EXPECT_EQ(s.status(a).prefilled, 10);
+  EXPECT_EQ(s.status(a).state, RequestState::decoding);
+  EXPECT_EQ(s.status(c).state, RequestState::waiting);
+  while (s.has_work()) s.complete_step(tokens_for(s.next_step()));
+  EXPECT_EQ(hooked, (std::vector<int>{a, b, c}));  // once per admission
+}
+
+TEST(Scheduler, ChunkedPrefillAfterTheAdmissionHook) {
+  Scheduler s(limits(1, 64, 4, 4));
+  s.set_admission_hook([](int) { return 4; });
+  const int id = s.submit(request(13, 2));
+  std::vector<std::pair<int, int>> chunks;
+  while (s.has_work()) {
+    const StepPlan& plan = s.next_step();
+    for (const auto& p : plan.prefills) {
+      chunks.push_back({p.first, p.count});
+      EXPECT_EQ(p.last, p.first + p.count == 13);
+    }
+    s.complete_step(tokens_for(plan));
+  }
+  EXPECT_EQ(chunks, (std::vector<std::pair<int, int>>{{4, 4}, {8, 4}, {12, 1}}));
+  EXPECT_EQ(s.status(id).prefilled, 13);
+  EXPECT_EQ(s.status(id).output_ids.size(), 2u);
+}
+
+TEST(Scheduler, AdmissionHookOutOfRangeIsAnError) {
+  Scheduler s(limits(2, 64));
+  int answer = 3;
+  s.set_admission_hook([&](int id) { return id == 1 ? answer : 0; });
+  const int a = s.submit(request(2, 1));
+  const int b = s.submit(request(3, 1));  // the hook answers 3 = the whole prompt: not allowed
+  EXPECT_THROW(s.next_step(), mi::Error);
+  EXPECT_EQ(s.status(a).state, RequestState::prefilling);  // admitted before b
+  EXPECT_EQ(s.status(b).state, RequestState::waiting);
+  EXPECT_EQ(s.running(), 1);
+  EXPECT_EQ(s.waiting(), 1);
+  answer = -1;
+  EXPECT_THROW(s.next_step(), mi::Error);
+  answer = 2;
+  const StepPlan& plan = s.next_step();
+  EXPECT_EQ(plan.admitted, std::vector<int>{b});
+  ASSERT_EQ(plan.prefills.size(), 2u);  // a is planned too
+  EXPECT_EQ(plan.prefills[0].request, a);
+  EXPECT_EQ(plan.prefills[1].first, 2);
+  EXPECT_EQ(plan.prefills[1].count, 1);
+  s.complete_step(tokens_for(plan));
+  EXPECT_FALSE(s.has_work());
+}
+
 }  // namespace
