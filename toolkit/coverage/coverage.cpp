@@ -397,9 +397,12 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
       fail(c.source, ": field 'runtime.kv_block_size': ", c.kv_block_size, " is larger than the context (",
            plan.constraints.max_context, ")");
   }
-  if (c.prefix_cache)
-    plan.gaps.push_back({"option", "prefix_cache", "prefix caching is not covered yet",
-                         "a prefix-cache component on the KV-cache manager", {"constraints runtime.prefix_cache = true"}});
+  // The prefix cache lives in the KV-cache manager and is driven by the serving loop (components/server/); the
+  // offline command line runs one request at a time and has nothing to share.
+  if (c.prefix_cache && c.mode != "serve")
+    plan.gaps.push_back({"option", "prefix_cache", "prefix caching is covered for runtime mode serve only (mode is " + c.mode + ")",
+                         "a prefix-reusing request loop for runtime mode " + c.mode,
+                         {"constraints runtime.prefix_cache = true", "constraints runtime.mode = " + c.mode}});
 
   // ---- required contracts ------------------------------------------------------------------------------------------
   std::vector<std::pair<std::string, std::string>> required;  // contract, why

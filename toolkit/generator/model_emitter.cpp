@@ -147,7 +147,8 @@ class Model {
         store_(mi::io::WeightStore::open(checkpoint_dir)),
         pool_(options_.threads),
         rotary_(kHeadDim, options_.max_context, config::kRopeTheta, rope_scaling()),
-        cache_({kLayers, kKvHeads, kHeadDim, options_.max_batch, options_.max_context, options_.kv_block_size}),
+        cache_({kLayers, kKvHeads, kHeadDim, options_.max_batch, options_.max_context, options_.kv_block_size,
+                options_.prefix_cache}),
         arena_(scratch_plan(options_).bytes) {
     check_config(checkpoint_dir);
     mi::io::check_required_weights(store_, required_weights(), mi::io::DType::@DTYPE_ENUM@);
@@ -165,6 +166,8 @@ class Model {
   int new_sequence() { return cache_.allocate_sequence(); }
   void free_sequence(int seq) { cache_.free_sequence(seq); }
   int sequence_length(int seq) const { return cache_.length(seq); }
+  // The paged KV cache (the server's prefix cache and usage gauges).
+  mi::runtime::KvCache& kv_cache() { return cache_; }
 
   // Appends n tokens of `seq` and writes logits: [vocab] of the last token, or [n, vocab] when all_rows.
   void forward(int seq, const int32_t* ids, int n, float* logits, bool all_rows) {
@@ -403,6 +406,7 @@ inline constexpr int kMaxBatch = @MAX_BATCH@;
 inline constexpr int kMaxContext = @MAX_CONTEXT@;
 inline constexpr int kKvBlockSize = @KV_BLOCK@;
 inline constexpr int kChunkedPrefill = @CHUNKED@;
+inline constexpr bool kPrefixCache = @PREFIX_CACHE@;
 inline constexpr bool kFastNumericsDefault = @FAST@;
 inline constexpr bool kHasTokenizer = @HAS_TOKENIZER_BOOL@;
 
@@ -457,6 +461,7 @@ std::string emit_engine_config(const ckb::Family& family, const coverage::Plan& 
       {"@MAX_CONTEXT@", std::to_string(plan.constraints.max_context)},
       {"@KV_BLOCK@", std::to_string(plan.constraints.kv_block_size)},
       {"@CHUNKED@", std::to_string(plan.constraints.chunked_prefill)},
+      {"@PREFIX_CACHE@", plan.constraints.prefix_cache ? "true" : "false"},
       {"@FAST@", plan.constraints.numerics == "fast" ? "true" : "false"},
       {"@HAS_TOKENIZER@", plan.tokenizer_present ? "1" : "0"},
       {"@HAS_TOKENIZER_BOOL@", plan.tokenizer_present ? "true" : "false"},

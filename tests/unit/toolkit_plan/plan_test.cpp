@@ -92,15 +92,23 @@ TEST(Plan, UnsupportedOptionsAreGapsNotErrors) {
   const auto tp = metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--tp", "2", "--json"});
   EXPECT_EQ(tp.exit_code, 3);
   EXPECT_TRUE(gap_ids(json::parse(tp.out)).count("tensor_parallel"));
-  const auto serve = metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--mode", "serve", "--json"});
-  EXPECT_EQ(serve.exit_code, 3);
-  EXPECT_TRUE(gap_ids(json::parse(serve.out)).count("server"));
   const auto prefix = metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--prefix-cache", "on", "--json"});
   EXPECT_EQ(prefix.exit_code, 3);
   EXPECT_TRUE(gap_ids(json::parse(prefix.out)).count("prefix_cache"));
   const auto conv = metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--dtype", "f32", "--json"});
   EXPECT_EQ(conv.exit_code, 3);
   EXPECT_TRUE(gap_ids(json::parse(conv.out)).count("dtype_conversion"));
+}
+
+// runtime.mode = "serve" is covered: the plan requires the server contract; the prefix cache is covered there.
+TEST(Plan, ServeModeIsPlannedWithTheServerContract) {
+  const auto r = metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--mode", "serve", "--max-batch", "4",
+                            "--prefix-cache", "on", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json plan = json::parse(r.out);
+  bool server = false;
+  for (const auto& req : plan.at("requirements")) server = server || req.at("contract") == "server";
+  EXPECT_TRUE(server) << plan.dump(2);
 }
 
 // platform.dtype = "int8" is covered: the plan requires the int8_weights contract (no dtype_conversion gap).

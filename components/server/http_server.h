@@ -1,0 +1,260 @@
+// The OpenAI-compatible HTTP front end (cpp-httplib, Debian's libcpp-httplib): routes, request checking, SSE
+// streaming and error objects. Generation itself happens on the serving loop's thread; an HTTP thread only parses,
+// tokenizes, queues the request and relays its events.
+//
+//   POST /v1/completions, POST /v1/chat/completions   (server/openai_request.h lists the fields)
+//   GET  /v1/models, GET /v1/models/{id}, GET /health (200, or 503 while draining), GET /metrics (Prometheus text)
+//
+// Status codes: 400 malformed JSON or a bad field (the error's `param` names it), 404 unknown route or model, 413
+// body larger than max_body_bytes, 429 too many requests waiting, 503 draining; 500 only for the server's own
+// failures. Streams are Server-Sent Events: "data: <chunk JSON>\n\n" ... "data: [DONE]\n\n"; a failure after the
+// stream started is sent as "data: {"error": {...}}\n\n" and the stream ends. Non-streamed responses are sent with
+// chunked transfer encoding once the request has finished, so that a client that goes away is noticed (the write
+// or the liveness probe fails) and its sequence freed at the next step boundary, as for streams.
+#pragma once
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/request_channel.h"
+#include "server/request_preparation.h"
+#include "server/server_metrics.h"
+#include "server/serving_loop.h"
+
+namespace mi::server {
+
+struct HttpOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                          // 0: any free port (reported by bind())
+  int http_threads = 64;                    // connections served at once (a stream holds one for its duration)
+  std::size_t max_body_bytes = 8u << 20;    // larger request bodies: 413
+};
+
+template <ServableModel M>
+class HttpServer {
+ public:
+  HttpServer(ServingLoop<M>& loop, PreparationContext context, ServerMetrics& metrics, HttpOptions options)
+      : loop_(loop), context_(std::move(context)), metrics_(metrics), options_(std::move(options)) {
+    const int threads = options_.http_threads;
+    server_.new_task_queue = [threads] { return new httplib::ThreadPool(std::size_t(threads)); };
+    server_.set_payload_max_length(options_.max_body_bytes);
+    server_.set_keep_alive_max_count(1000);
+    routes();
+  }
+
+  // Binds the listening socket; returns the port (mi::Error when the address cannot be bound).
+  int bind() {
+    const int port = options_.port == 0 ? server_.bind_to_any_port(options_.host)
+                                        : (server_.bind_to_port(options_.host, options_.port) ? options_.port : -1);
+    if (port < 0)
+      fail("serve: cannot listen on ", options_.host, ":", options_.port, " (address in use, or not a local address)");
+    return port;
+  }
+  // Serves until stop(); false when the listening loop failed.
+  bool listen() { return server_.listen_after_bind(); }
+  void stop() { server_.stop(); }
+  // Responses still being produced (a drain waits for 0 before stop()).
+  int in_flight() const { return in_flight_.load(); }
+
+ private:
+  using Json = nlohmann::ordered_json;
+
+  // What a streamed or deferred response needs across the content provider's calls.
+  struct Pending {
+    std::shared_ptr<RequestChannel> channel;
+    ResponseIdentity who;
+    const char* route = "";
+    bool stream = false;
+    bool include_usage = false;
+    bool with_logprobs = false;
+    bool token_ids = false;  // return_token_ids
+    bool role_sent = false;
+    bool done = false;
+    std::size_t text_sent = 0;
+    std::string text;                    // non-streamed: everything so far
+    std::vector<TokenLogprob> logprobs;  // non-streamed: everything so far
+    std::vector<int32_t> ids;            // non-streamed: everything so far (return_token_ids)
+    std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
+  };
+
+  void send_json(httplib::Response& res, int status, const Json& body) {
+    res.status = status;
+    res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
+  }
+
+  void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status(), e.to_json()); }
+
+  void routes() {
+    server_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      const bool draining = loop_.draining();
+      send_json(res, draining ? 503 : 200, {{"status", draining ? "draining" : "ok"}});
+      metrics_.count_request("/health", res.status);
+    });
+    server_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+      send_json(res, 200, {{"object", "list"}, {"data", Json::array({model_card()})}});
+      metrics_.count_request("/v1/models", 200);
+    });
+    server_.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+      if (req.matches[1] == context_.model_name) send_json(res, 200, model_card());
+      else send_error(res, ApiError(404, "invalid_request_error", "The model '" + std::string(req.matches[1]) +
+                                                                      "' does not exist", "model", "model_not_found"));
+      metrics_.count_request("/v1/models", res.status);
+    });
+    server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics_.render(loop_.gauges()), "text/plain; version=0.0.4");
+      metrics_.count_request("/metrics", 200);
+    });
+    server_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      generate(Endpoint::completions, "/v1/completions", req, res);
+    });
+    server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      generate(Endpoint::chat, "/v1/chat/completions", req, res);
+    });
+    // Unknown routes, oversized bodies and other failures httplib answers itself get an error object too.
+    server_.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      const int status = res.status;
+      if (status == 404) {
+        send_error(res, ApiError(404, "invalid_request_error", "no route " + req.method + " " + req.path +
+                                                                   " (see GET /v1/models, POST /v1/completions, "
+                                                                   "POST /v1/chat/completions)"));
+      } else if (status == 413) {
+        send_error(res, ApiError(413, "invalid_request_error",
+                                 "the request body exceeds " + std::to_string(options_.max_body_bytes) + " bytes"));
+      } else {
+        send_error(res, ApiError(status, status >= 500 ? "server_error" : "invalid_request_error",
+                                 "HTTP " + std::to_string(status) + " for " + req.method + " " + req.path));
+      }
+      metrics_.count_request(req.path, status);
+    });
+    server_.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "unknown failure";
+      try {
+        if (ep) std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      send_error(res, ApiError(500, "server_error", "internal error: " + what));
+      metrics_.count_request(req.path, 500);
+    });
+  }
+
+  Json model_card() const {
+    return {{"id", context_.model_name}, {"object", "model"}, {"created", created_}, {"owned_by", "metainfer"},
+            {"max_model_len", context_.max_context}};
+  }
+
+  void generate(Endpoint endpoint, const char* route, const httplib::Request& req, httplib::Response& res) {
+    auto p = std::make_shared<Pending>();
+    try {
+      const ApiRequest api = parse_api_request(endpoint, req.body);
+      PreparedRequest prepared = prepare_request(api, context_);
+      p->channel = std::make_shared<RequestChannel>();
+      p->who = new_identity(endpoint, context_.model_name);
+      p->route = route;
+      p->stream = api.stream;
+      p->include_usage = api.include_usage;
+      p->with_logprobs = api.logprobs >= 0;
+      p->token_ids = api.return_token_ids;
+      loop_.submit(std::move(prepared), p->channel);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+      metrics_.count_request(route, e.status());
+      return;
+    }
+    ++in_flight_;
+    res.status = 200;
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        p->stream ? "text/event-stream" : "application/json",
+        [this, p](std::size_t, httplib::DataSink& sink) { return produce(*p, sink); },
+        [this, p](bool success) {
+          if (!success || !p->done) p->channel->cancel();  // the client went away: free its sequence
+          metrics_.count_request(p->route, success && p->done ? 200 : 499);
+          --in_flight_;
+        });
+  }
+
+  // One call of the content provider: waits briefly for events and writes what they make. false ends the response
+  // (a write failed or the client is gone).
+  bool produce(Pending& p, httplib::DataSink& sink) {
+    using namespace std::chrono;
+    const bool chat = p.who.endpoint == Endpoint::chat;
+    const auto write = [&](const std::string& data) {
+      p.last_write = steady_clock::now();
+      return sink.write(data.data(), data.size());
+    };
+    const auto sse = [&](const Json& j) { return write("data: " + j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n"); };
+    if (p.stream && chat && !p.role_sent) {
+      p.role_sent = true;
+      return sse(chat_role_chunk(p.who, p.include_usage));
+    }
+    std::vector<StreamEvent> events = p.channel->take(milliseconds(200));
+    if (events.empty()) {
+      if (!sink.is_writable()) return false;
+      // An SSE comment now and then: a vanished client makes the write fail within a couple of them.
+      if (p.stream && steady_clock::now() - p.last_write > seconds(2)) return write(": keep-alive\n\n");
+      return true;
+    }
+    for (StreamEvent& ev : events) {
+      if (!ev.error.empty()) {
+        const ApiError e(500, "server_error", ev.error);
+        if (p.stream) sse(e.to_json());
+        else write(e.to_json().dump());
+        p.done = true;
+        sink.done();
+        return true;
+      }
+      if (p.stream) {
+        if (!ev.text.empty() || !ev.logprobs.empty() || !ev.token_ids.empty() || ev.finished) {
+          if (!sse(stream_chunk(p.who, ev.text, ev.logprobs, p.with_logprobs, ev.finish_reason, p.include_usage,
+                                p.text_sent, p.token_ids ? &ev.token_ids : nullptr)))
+            return false;
+          p.text_sent += ev.text.size();
+        }
+        if (ev.finished) {
+          if (p.include_usage && !sse(usage_chunk(p.who, ev.usage))) return false;
+          if (!write("data: [DONE]\n\n")) return false;
+        }
+      } else {
+        p.text += ev.text;
+        for (TokenLogprob& lp : ev.logprobs) p.logprobs.push_back(std::move(lp));
+        p.ids.insert(p.ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+        if (ev.finished &&
+            !write(completion_response(p.who, p.text, ev.finish_reason, ev.usage, p.logprobs, p.with_logprobs,
+                                       p.token_ids ? &p.ids : nullptr)
+                       .dump(-1, ' ', false, Json::error_handler_t::replace)))
+          return false;
+      }
+      if (ev.finished) {
+        p.done = true;
+        sink.done();
+        return true;
+      }
+    }
+    (void)chat;
+    return true;
+  }
+
+  ServingLoop<M>& loop_;
+  PreparationContext context_;
+  ServerMetrics& metrics_;
+  HttpOptions options_;
+  httplib::Server server_;
+  std::atomic<int> in_flight_{0};
+  const long long created_ =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+};
+
+}  // namespace mi::server

@@ -1,0 +1,372 @@
+// The serving loop: continuous batching on one model, run on its own thread while HTTP threads submit requests.
+//
+// Iteration-level scheduling (Orca, Yu et al., OSDI 2022): between two model steps the loop takes new submissions
+// into the Scheduler (runtime/scheduler.h), drops requests whose client went away, and plans one step in which
+// every running request advances by one prefill chunk (chunked prefill, runtime.chunked_prefill tokens) or one
+// token. All decoding requests of a step go through Model::forward_batch together: one pass over the weights for
+// the whole batch. Prefill chunks run per request in the same step, so a long prompt delays the running decodes
+// by at most one chunk.
+//
+// KV memory: the Scheduler reserves a request's whole budget (prompt + max_tokens) in KV blocks when it admits it,
+// so the pool is never overcommitted and nothing is preempted: a request that does not fit waits in FIFO order.
+// Blocks go back at finish or cancel. With the prefix cache, an admitted request first takes the cached blocks of
+// its longest cached prompt prefix (exact token match, whole blocks; runtime/kv_cache.h) and prefills only the rest;
+// its own full prompt blocks are published after its prefill.
+//
+// Per request, the same sampling, incremental detokenization and stop-string handling as the offline generation
+// loop (engine/generation.h); greedy output does not depend on what else runs (forward_batch computes each row as
+// forward would; tested).
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/model_interface.h"
+#include "engine/stop_text.h"
+#include "runtime/kv_cache.h"
+#include "runtime/sampler.h"
+#include "runtime/scheduler.h"
+#include "server/api_error.h"
+#include "server/request_channel.h"
+#include "server/request_preparation.h"
+#include "server/server_metrics.h"
+#include "server/token_logprobs.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mi::server {
+
+// A model the server can drive: the engine model plus access to its paged KV cache (prefix cache, usage gauges).
+template <class M>
+concept ServableModel = engine::EngineModel<M> && requires(M m) {
+  { m.kv_cache() } -> std::same_as<runtime::KvCache&>;
+};
+
+struct LoopOptions {
+  runtime::SchedulerLimits limits;
+  int max_waiting = 256;      // requests queued (not yet admitted) beyond which submit() answers 429
+  bool prefix_cache = false;  // the model's KV cache was built with prefix_cache on
+};
+
+template <ServableModel M>
+class ServingLoop {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  ServingLoop(M& model, const tok::Tokenizer* tokenizer, LoopOptions options, ServerMetrics& metrics)
+      : model_(model), tokenizer_(tokenizer), options_(options), metrics_(metrics), vocab_(model.vocab_size()) {
+    const std::vector<int> eos = model.eos_token_ids();
+    eos_.assign(eos.begin(), eos.end());
+    reset_scheduler();
+  }
+
+  // Any thread. Queues a prepared request; its events arrive on `channel`. ApiError 503 while draining, 429 when
+  // max_waiting requests are already queued.
+  void submit(PreparedRequest request, std::shared_ptr<RequestChannel> channel) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (draining_) throw ApiError(503, "server_error", "the server is shutting down; no new requests are accepted");
+      if (int(inbox_.size()) + waiting_in_scheduler_ >= options_.max_waiting)
+        throw ApiError(429, "rate_limit_error",
+                       "the server is at capacity: " + std::to_string(options_.max_waiting) +
+                           " requests are already waiting; retry later");
+      inbox_.push_back({std::move(request), std::move(channel), Clock::now()});
+    }
+    wake_.notify_all();
+  }
+
+  // Stops accepting requests; run() returns once the ones in flight have finished.
+  void drain() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      draining_ = true;
+    }
+    wake_.notify_all();
+  }
+
+  bool draining() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return draining_;
+  }
+
+  LoopGauges gauges() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    LoopGauges g = gauges_;
+    g.waiting += int(inbox_.size());
+    return g;
+  }
+
+  // The loop itself (call on a dedicated thread).
+  void run() {
+    std::vector<float> logits(std::size_t(options_.limits.max_batch) * std::size_t(vocab_));
+    while (true) {
+      std::vector<Pending> incoming;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return !inbox_.empty() || draining_ || scheduler_->has_work(); });
+        if (inbox_.empty() && !scheduler_->has_work()) break;  // draining, nothing left
+        incoming.swap(inbox_);
+      }
+      for (Pending& p : incoming) accept(std::move(p));
+      drop_cancelled();
+      if (scheduler_->has_work()) {
+        try {
+          step(logits);
+        } catch (const std::exception& e) {
+          fail_all(std::string("the model failed: ") + e.what());
+        }
+      }
+      publish_gauges();
+    }
+    publish_gauges();
+  }
+
+ private:
+  struct Pending {
+    PreparedRequest request;
+    std::shared_ptr<RequestChannel> channel;
+    Clock::time_point arrival;
+  };
+
+  struct Live {
+    PreparedRequest request;
+    std::shared_ptr<RequestChannel> channel;
+    Clock::time_point arrival, admitted, first_token, last_token;
+    int sequence = -1;
+    int cached = 0;
+    std::unique_ptr<runtime::Sampler> sampler;
+    std::unique_ptr<tok::StreamDecoder> decoder;
+    std::unique_ptr<engine::StopTextFilter> stop;
+    std::vector<int32_t> history;  // prompt + output (repetition penalty)
+    std::vector<TokenLogprob> logprobs;  // sampled since the last event
+    std::vector<int32_t> tokens;         // sampled since the last event (return_token_ids)
+    std::string failure;           // set when this request failed inside a step; it is cancelled after the step
+  };
+
+  void reset_scheduler() {
+    scheduler_ = std::make_unique<runtime::Scheduler>(options_.limits);
+    scheduler_->set_admission_hook([this](int id) { return admit(id); });
+  }
+
+  int admit(int id) {
+    Live& l = live_.at(id);
+    l.admitted = Clock::now();
+    l.sequence = model_.new_sequence();
+    if (options_.prefix_cache)
+      l.cached = model_.kv_cache().attach_prefix(l.sequence, std::span<const int32_t>(l.request.prompt_ids));
+    return l.cached;
+  }
+
+  void accept(Pending p) {
+    Live l;
+    l.arrival = p.arrival;
+    l.channel = std::move(p.channel);
+    try {
+      runtime::Request r;
+      r.prompt_ids = p.request.prompt_ids;
+      r.max_new_tokens = p.request.max_new_tokens;
+      if (!p.request.ignore_eos) r.eos_ids = eos_;
+      l.sampler = std::make_unique<runtime::Sampler>(p.request.sampling, vocab_);
+      if (tokenizer_) {
+        l.decoder = std::make_unique<tok::StreamDecoder>(*tokenizer_, /*skip_special=*/true);
+        l.stop = std::make_unique<engine::StopTextFilter>(p.request.stop);
+      }
+      l.history = p.request.prompt_ids;
+      l.history.reserve(p.request.prompt_ids.size() + std::size_t(p.request.max_new_tokens));
+      l.request = std::move(p.request);
+      const int id = scheduler_->submit(std::move(r));
+      live_.emplace(id, std::move(l));
+    } catch (const std::exception& e) {
+      StreamEvent ev;
+      ev.finished = true;
+      ev.error = std::string("the request could not be scheduled: ") + e.what();
+      l.channel->push(std::move(ev));
+    }
+  }
+
+  // Requests whose client went away (or that failed in the last step) leave between steps.
+  void drop_cancelled() {
+    for (auto it = live_.begin(); it != live_.end();) {
+      Live& l = it->second;
+      if (!l.channel->cancelled() && l.failure.empty()) {
+        ++it;
+        continue;
+      }
+      scheduler_->cancel(it->first);
+      if (l.sequence >= 0) model_.free_sequence(l.sequence);
+      if (!l.failure.empty()) {
+        StreamEvent ev;
+        ev.finished = true;
+        ev.error = l.failure;
+        l.channel->push(std::move(ev));
+      }
+      scheduler_->release(it->first);
+      it = live_.erase(it);
+    }
+  }
+
+  void step(std::vector<float>& logits) {
+    const runtime::StepPlan& plan = scheduler_->next_step();
+    step_tokens_.clear();
+    for (const runtime::StepPlan::Prefill& p : plan.prefills) {
+      Live& l = live_.at(p.request);
+      model_.forward(l.sequence, l.request.prompt_ids.data() + p.first, p.count, logits.data(), false);
+      if (!p.last) continue;
+      if (options_.prefix_cache)
+        model_.kv_cache().publish_prefix(l.sequence, std::span<const int32_t>(l.request.prompt_ids));
+      sample(p.request, l, std::span<const float>(logits.data(), std::size_t(vocab_)));
+    }
+    if (!plan.decodes.empty()) {
+      seqs_.clear();
+      ids_.clear();
+      for (const int id : plan.decodes) {
+        seqs_.push_back(live_.at(id).sequence);
+        ids_.push_back(scheduler_->status(id).output_ids.back());
+      }
+      model_.forward_batch(seqs_.data(), ids_.data(), int(seqs_.size()), logits.data());
+      for (std::size_t b = 0; b < plan.decodes.size(); ++b)
+        sample(plan.decodes[b], live_.at(plan.decodes[b]),
+               std::span<const float>(logits.data() + b * std::size_t(vocab_), std::size_t(vocab_)));
+    }
+    for (const int id : scheduler_->complete_step(step_tokens_)) finish(id);
+  }
+
+  void sample(int id, Live& l, std::span<const float> row) {
+    int32_t token = 0;
+    try {
+      token = l.sampler->sample(row, l.history);
+    } catch (const std::exception& e) {
+      // The scheduler expects a token from every sampling request: record a placeholder, cancel after the step.
+      l.failure = std::string("sampling failed: ") + e.what();
+      step_tokens_.push_back({id, token, false});
+      return;
+    }
+    const auto now = Clock::now();
+    if (scheduler_->status(id).output_ids.empty()) l.first_token = now;
+    l.last_token = now;
+    l.history.push_back(token);
+    if (l.request.logprobs >= 0) {
+      const RawLogprobs raw = token_logprobs(row, token, l.request.logprobs);
+      TokenLogprob lp;
+      lp.chosen = {token, token_text(token), raw.chosen};
+      for (const auto& [alt, value] : raw.top) lp.top.push_back({alt, token_text(alt), value});
+      l.logprobs.push_back(std::move(lp));
+    }
+    if (l.request.return_token_ids) l.tokens.push_back(token);
+    bool stop = false;
+    std::string text;
+    const bool is_eos = !l.request.ignore_eos && std::find(eos_.begin(), eos_.end(), token) != eos_.end();
+    if (l.decoder && !is_eos && tokenizer_->is_valid_id(token)) {
+      text = l.stop->push(l.decoder->feed(token));
+      stop = l.stop->stopped();
+    }
+    step_tokens_.push_back({id, token, stop});
+    if (!text.empty() || !l.logprobs.empty() || !l.tokens.empty()) {
+      StreamEvent ev;
+      ev.text = std::move(text);
+      ev.logprobs = std::move(l.logprobs);
+      ev.token_ids = std::move(l.tokens);
+      l.logprobs.clear();
+      l.tokens.clear();
+      l.channel->push(std::move(ev));
+    }
+  }
+
+  std::string token_text(int32_t token) const {
+    if (!tokenizer_ || !tokenizer_->is_valid_id(token)) return {};
+    try {
+      return tokenizer_->decode({token}, false);
+    } catch (const std::exception&) {
+      return {};
+    }
+  }
+
+  void finish(int id) {
+    Live& l = live_.at(id);
+    const runtime::RequestStatus& s = scheduler_->status(id);
+    if (l.sequence >= 0) model_.free_sequence(l.sequence);
+    StreamEvent ev;
+    ev.finished = true;
+    ev.finish_reason = s.finish_reason == runtime::FinishReason::length ? "length" : "stop";
+    if (l.decoder) {
+      if (!l.stop->stopped()) ev.text += l.stop->push(l.decoder->finish());
+      if (l.stop->stopped()) ev.finish_reason = "stop";
+      ev.text += l.stop->finish();
+    }
+    ev.logprobs = std::move(l.logprobs);
+    ev.token_ids = std::move(l.tokens);
+    ev.usage = {int(s.prompt_ids.size()), int(s.output_ids.size()), l.cached};
+    if (!l.failure.empty()) {
+      ev.error = l.failure;
+    } else {
+      const auto now = Clock::now();
+      const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+      const std::size_t n = s.output_ids.size();
+      metrics_.count_tokens((long long)s.prompt_ids.size(), (long long)n);
+      metrics_.observe_request(n ? seconds(l.first_token - l.arrival) : seconds(now - l.arrival),
+                               n > 1 ? seconds(l.last_token - l.first_token) / double(n - 1) : 0.0, n > 1,
+                               seconds(now - l.arrival), seconds(l.admitted - l.arrival));
+    }
+    l.channel->push(std::move(ev));
+    scheduler_->release(id);
+    live_.erase(id);
+  }
+
+  // A failure of the model itself: every request in flight gets the error, the state starts over.
+  void fail_all(const std::string& message) {
+    for (auto& [id, l] : live_) {
+      if (l.sequence >= 0) model_.free_sequence(l.sequence);
+      StreamEvent ev;
+      ev.finished = true;
+      ev.error = message;
+      l.channel->push(std::move(ev));
+    }
+    live_.clear();
+    reset_scheduler();
+  }
+
+  void publish_gauges() {
+    const runtime::KvCache& cache = model_.kv_cache();
+    LoopGauges g;
+    g.running = scheduler_->running();
+    g.waiting = scheduler_->waiting();
+    g.kv_blocks_total = (long long)cache.total_blocks();
+    g.kv_blocks_used = (long long)(cache.total_blocks() - cache.free_blocks());
+    g.kv_blocks_cached = (long long)cache.cached_blocks();
+    g.prefix_queried_tokens = (long long)cache.prefix_queried_tokens();
+    g.prefix_hit_tokens = (long long)cache.prefix_hit_tokens();
+    std::lock_guard<std::mutex> lock(mutex_);
+    gauges_ = g;
+    waiting_in_scheduler_ = g.waiting;
+  }
+
+  M& model_;
+  const tok::Tokenizer* tokenizer_;
+  LoopOptions options_;
+  ServerMetrics& metrics_;
+  const int vocab_;
+  std::vector<int32_t> eos_;
+
+  std::unique_ptr<runtime::Scheduler> scheduler_;  // loop thread only
+  std::map<int, Live> live_;                      // scheduler id -> request (loop thread only)
+  std::vector<runtime::TokenResult> step_tokens_;
+  std::vector<int> seqs_;
+  std::vector<int32_t> ids_;
+
+  mutable std::mutex mutex_;  // guards what follows
+  std::condition_variable wake_;
+  std::vector<Pending> inbox_;
+  bool draining_ = false;
+  int waiting_in_scheduler_ = 0;
+  LoopGauges gauges_;
+};
+
+}  // namespace mi::server
