@@ -38,6 +38,7 @@ int run(int argc, char** argv) {
   mi::cli::register_chat_template_command(app, exit_code);
   mi::cli::register_oracle_command(app, exit_code);
   mi::cli::register_bench_command(app, exit_code);
+  mi::cli::register_serve_bench_command(app, exit_code);
 
   try {
     app.parse(argc, argv);
