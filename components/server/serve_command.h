@@ -79,6 +79,15 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
     no_chat_reason = "no tokenizer.json";
   }
 
+  // SIGTERM/SIGINT are taken by one thread (sigtimedwait) instead of a handler. They are blocked before the model
+  // starts its worker threads: every thread inherits the mask, and a process-directed signal is delivered only to a
+  // thread that does not block it, so none may be left unblocked (one would take the default action: death).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
   engine::RuntimeOptions ro;
   ro.threads = threads;
   ro.max_batch = info.max_batch;
@@ -111,14 +120,6 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
   ho.max_body_bytes = std::size_t(s.max_body_bytes);
   HttpServer<M> http(loop, context, metrics, ho);
   const int port = http.bind();
-
-  // SIGTERM/SIGINT are taken by one thread (sigtimedwait) instead of a handler: every thread started from here on
-  // inherits the blocked mask, so no HTTP or worker thread is interrupted.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   std::atomic<bool> loop_done{false}, shutting_down{false};
   std::thread loop_thread([&] {
