@@ -42,7 +42,8 @@ std::vector<int> parse_prompt_ids(const std::string& text) {
 void register_oracle_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("oracle", "Greedy ids from the reference forward pass (the acceptance oracle)");
   cmd->footer(
-      "Runs the plain double-precision reference forward (toolkit/oracle; Qwen3ForCausalLM and LlamaForCausalLM)\n"
+      "Runs the plain double-precision reference forward (toolkit/oracle; Qwen3ForCausalLM, LlamaForCausalLM,\n"
+      "Qwen3_5ForCausalLM, Qwen3_5ForConditionalGeneration (text only) and Qwen3NextForCausalLM)\n"
       "on a Hugging Face checkpoint: prefill of the prompt ids, then --max-new-tokens greedy steps.\n"
       "Prints one line per step (id, margin = top-1 minus top-2 logit, runner-up id), or with --json one line\n"
       "{\"output_ids\": [...], \"margins\": [...], \"runner_up_ids\": [...]}.\n"
@@ -64,7 +65,8 @@ void register_oracle_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", opts->threads, "threads (default 0: every CPU)");
   cmd->add_flag("--json", opts->json, "print one JSON line");
   cmd->add_flag("--int8", opts->int8,
-                "projections and LM head quantised as an int8 engine computes with them (ckb/contracts/int8_weights.toml)");
+                "projections and LM head quantised as an int8 engine computes with them (ckb/contracts/int8_weights.toml; "
+                "dense families only)");
   cmd->callback([opts, &exit_code] {
     if (opts->max_new_tokens < 0) fail("--max-new-tokens: expected a non-negative integer, got ", opts->max_new_tokens);
     if (opts->threads < 0) fail("--threads: expected a non-negative integer, got ", opts->threads);

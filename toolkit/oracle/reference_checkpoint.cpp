@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -328,11 +329,23 @@ ReferenceConfig read_reference_config(const fs::path& dir) {
   if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string())
     error(root_where, ": field 'architectures': expected a non-empty list of class names, got ", archs->dump());
   c.architecture = (*archs)[0].get<std::string>();
-  if (c.architecture != "Qwen3ForCausalLM" && c.architecture != "LlamaForCausalLM")
+  static const char* const kArchitectures[] = {"Qwen3ForCausalLM", "LlamaForCausalLM", "Qwen3_5ForCausalLM",
+                                               "Qwen3_5ForConditionalGeneration", "Qwen3NextForCausalLM"};
+  if (std::find(std::begin(kArchitectures), std::end(kArchitectures), c.architecture) == std::end(kArchitectures))
     error(root_where, ": field 'architectures': '", c.architecture,
-          "' is not implemented by the oracle (it implements Qwen3ForCausalLM and LlamaForCausalLM)");
-  c.qk_norm = c.architecture == "Qwen3ForCausalLM";
-  c.model_type = r.string_or("model_type", c.qk_norm ? "qwen3" : "llama");
+          "' is not implemented by the oracle (it implements Qwen3ForCausalLM, LlamaForCausalLM, Qwen3_5ForCausalLM, "
+          "Qwen3_5ForConditionalGeneration (text only) and Qwen3NextForCausalLM)");
+  const bool qwen3_5 = c.architecture.starts_with("Qwen3_5");
+  const bool qwen3_next = c.architecture == "Qwen3NextForCausalLM";
+  const bool hybrid = qwen3_5 || qwen3_next;
+  c.qk_norm = c.architecture == "Qwen3ForCausalLM" || hybrid;
+  c.norm_one_plus_weight = hybrid;
+  c.attn_output_gate = hybrid;
+  c.grouped_linear_proj = qwen3_next;
+  // Qwen3_5ForConditionalGeneration (the vision-language class) keeps its decoder under model.language_model.*; the
+  // oracle runs the text decoder only (token ids in, no image inputs) and ignores the vision tower's tensors.
+  c.weight_prefix = c.architecture == "Qwen3_5ForConditionalGeneration" ? "model.language_model." : "model.";
+  c.model_type = r.string_or("model_type", qwen3_5 ? "qwen3_5_text" : qwen3_next ? "qwen3_next" : c.qk_norm ? "qwen3" : "llama");
 
   if (root.contains("quantization_config") || cfg.contains("quantization_config"))
     error(root_where, ": field 'quantization_config': quantized checkpoints are not implemented by the oracle");
@@ -364,21 +377,57 @@ ReferenceConfig read_reference_config(const fs::path& dir) {
 
   // Rotary: rope_theta and rope_scaling (4.x) or rope_parameters (5.x).
   c.rope_theta = r.positive_number_or("rope_theta", 10000.0);
+  const json* mrope_section = nullptr;
+  std::string mrope_where;
+  double partial_rotary = 1.0;
+  bool partial_rotary_given = false;
+  auto read_partial = [&](const json& v, const std::string& where) {
+    if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1)
+      error(where, ": expected a number in (0, 1], got ", v.dump());
+    partial_rotary = v.get<double>();
+    partial_rotary_given = true;
+  };
+  if (r.present("partial_rotary_factor")) read_partial(cfg.at("partial_rotary_factor"), r.where + ": field 'partial_rotary_factor'");
   if (r.present("rope_parameters")) {
     const std::string where = r.where + ": field 'rope_parameters'";
     const json& p = cfg.at("rope_parameters");
-    if (p.is_object() && p.contains("mrope_section") && !p.at("mrope_section").is_null())
-      error(where, ": M-RoPE ('mrope_section') is not implemented by the oracle");
+    if (p.is_object() && p.contains("mrope_section") && !p.at("mrope_section").is_null()) {
+      if (!qwen3_5) error(where, ": M-RoPE ('mrope_section') is not implemented by the oracle for ", c.architecture);
+      mrope_section = &p.at("mrope_section");
+      mrope_where = where + ".mrope_section";
+    }
     c.rope_scaling = read_rope_scaling(p, where);
     if (p.is_object()) c.rope_theta = ConfigReader{p, where}.positive_number_or("rope_theta", c.rope_theta);
+    // transformers 5 keeps partial_rotary_factor inside rope_parameters (Qwen3.5 has it in both places).
+    if (p.is_object() && p.contains("partial_rotary_factor") && !p.at("partial_rotary_factor").is_null())
+      read_partial(p.at("partial_rotary_factor"), where + ".partial_rotary_factor");
   } else if (cfg.contains("rope_scaling")) {
     c.rope_scaling = read_rope_scaling(cfg.at("rope_scaling"), r.where + ": field 'rope_scaling'");
   }
-  if (r.present("partial_rotary_factor")) {
-    const json& v = cfg.at("partial_rotary_factor");
-    if (!v.is_number() || v.get<double>() != 1.0)
-      error(r.where, ": field 'partial_rotary_factor': ", v.dump(),
-            " is not implemented by the oracle (only full rotary, 1.0)");
+  if (!hybrid && partial_rotary != 1.0)
+    error(r.where, ": field 'partial_rotary_factor': ", partial_rotary,
+          " is not implemented by the oracle for ", c.architecture, " (only full rotary, 1.0)");
+  if (hybrid && !partial_rotary_given)
+    error(r.where, ": field 'partial_rotary_factor' is missing (", c.architecture,
+          " rotates only part of each head; the oracle does not assume a default)");
+  // HF: rotary dim = int(head_dim * partial_rotary_factor); rotate-half within those dims, the rest pass through.
+  c.rotary_dim = static_cast<int>(c.head_dim * partial_rotary);
+  if (c.rotary_dim < 2 || c.rotary_dim % 2 != 0)
+    error(r.where, ": field 'partial_rotary_factor' (", partial_rotary, ") gives rotary dim ", c.rotary_dim,
+          " of head_dim ", c.head_dim, "; it must be even and at least 2");
+  if (mrope_section) {
+    // Interleaved or sectioned M-RoPE: every rotary frequency takes one of the (temporal, height, width) position
+    // components. For token ids alone (no image/video inputs) all three are the token position, so it is the plain
+    // rotary; the sections must still cover exactly rotary_dim / 2 frequencies.
+    if (!mrope_section->is_array()) error(mrope_where, ": expected a list of integers, got ", mrope_section->dump());
+    int64_t sum = 0;
+    for (const json& v : *mrope_section) {
+      if (!v.is_number_unsigned()) error(mrope_where, ": expected non-negative integers, got ", mrope_section->dump());
+      sum += v.get<int64_t>();
+    }
+    if (sum != c.rotary_dim / 2)
+      error(mrope_where, ": sections ", mrope_section->dump(), " sum to ", sum, ", expected rotary_dim / 2 = ",
+            c.rotary_dim / 2);
   }
 
   // Everything the oracle does not compute is refused rather than ignored.
@@ -392,20 +441,76 @@ ReferenceConfig read_reference_config(const fs::path& dir) {
     error(r.where, ": field 'mlp_bias': true is not implemented by the oracle (no projection biases)");
   if (r.bool_or("use_sliding_window", false))
     error(r.where, ": field 'use_sliding_window': true is not implemented by the oracle (full causal attention only)");
-  for (const char* key : {"num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
-                          "moe_intermediate_size"}) {
-    if (r.present(key) && !(cfg.at(key).is_number() && cfg.at(key).get<double>() == 0))
-      error(r.where, ": field '", key, "': mixture-of-experts layers are not implemented by the oracle");
-  }
+  if (hybrid && !r.bool_or("attn_output_gate", true))
+    error(r.where, ": field 'attn_output_gate': false is not implemented by the oracle (", c.architecture,
+          " full-attention layers are output-gated)");
+
+  // Layer pattern.
   c.layer_kinds.assign(c.num_layers, LayerKind::FullAttention);
+  if (hybrid && !r.present("layer_types"))
+    error(r.where, ": field 'layer_types' is missing (", c.architecture,
+          " needs the per-layer pattern of \"linear_attention\" and \"full_attention\")");
   if (r.present("layer_types")) {
     const json& types = cfg.at("layer_types");
     if (!types.is_array() || types.size() != static_cast<size_t>(c.num_layers))
       error(r.where, ": field 'layer_types': expected a list of ", c.num_layers, " layer types");
     for (size_t i = 0; i < types.size(); ++i) {
-      if (!types[i].is_string() || types[i].get<std::string>() != "full_attention")
-        error(r.where, ": field 'layer_types[", i, "]': ", types[i].dump(),
-              " is not implemented by the oracle (only \"full_attention\")");
+      const std::string t = types[i].is_string() ? types[i].get<std::string>() : "";
+      if (t == "full_attention") continue;
+      if (hybrid && t == "linear_attention") {
+        c.layer_kinds[i] = LayerKind::LinearAttention;
+        continue;
+      }
+      error(r.where, ": field 'layer_types[", i, "]': ", types[i].dump(), " is not implemented by the oracle",
+            hybrid ? " (only \"full_attention\" and \"linear_attention\")" : " (only \"full_attention\")");
+    }
+  }
+  if (std::count(c.layer_kinds.begin(), c.layer_kinds.end(), LayerKind::LinearAttention) > 0) {
+    LinearAttentionConfig& la = c.linear;
+    la.num_key_heads = r.positive_int("linear_num_key_heads");
+    la.key_head_dim = r.positive_int("linear_key_head_dim");
+    la.num_value_heads = r.positive_int("linear_num_value_heads");
+    la.value_head_dim = r.positive_int("linear_value_head_dim");
+    la.conv_kernel = r.positive_int("linear_conv_kernel_dim");
+    if (la.num_value_heads % la.num_key_heads != 0)
+      error(r.where, ": field 'linear_num_value_heads' (", la.num_value_heads, ") must be a multiple of ",
+            "'linear_num_key_heads' (", la.num_key_heads, ")");
+  }
+
+  // MLPs: dense SwiGLU, except qwen3_next's sparse MoE layers (Qwen2-MoE rule: layer l is sparse when it is not in
+  // mlp_only_layers and (l + 1) % decoder_sparse_step == 0).
+  c.mlp_kinds.assign(c.num_layers, MlpKind::Dense);
+  if (qwen3_next) {
+    MoeConfig& m = c.moe;
+    m.num_experts = r.positive_int("num_experts");
+    m.experts_per_token = r.positive_int("num_experts_per_tok");
+    m.expert_intermediate_size = r.positive_int("moe_intermediate_size");
+    m.shared_expert_intermediate_size = r.positive_int("shared_expert_intermediate_size");
+    if (!r.present("norm_topk_prob"))
+      error(r.where, ": field 'norm_topk_prob' is missing (expected true or false)");
+    m.norm_topk_prob = r.bool_or("norm_topk_prob", true);
+    if (m.experts_per_token > m.num_experts)
+      error(r.where, ": field 'num_experts_per_tok' (", m.experts_per_token, ") exceeds 'num_experts' (",
+            m.num_experts, ")");
+    const int step = r.positive_int_or("decoder_sparse_step", 1);
+    std::vector<bool> dense_only(c.num_layers, false);
+    if (r.present("mlp_only_layers")) {
+      const json& only = cfg.at("mlp_only_layers");
+      if (!only.is_array()) error(r.where, ": field 'mlp_only_layers': expected a list of layer indices");
+      for (const json& v : only) {
+        if (!v.is_number_unsigned() || v.get<int64_t>() >= c.num_layers)
+          error(r.where, ": field 'mlp_only_layers': ", v.dump(), " is not a layer index below ", c.num_layers);
+        dense_only[v.get<int64_t>()] = true;
+      }
+    }
+    for (int l = 0; l < c.num_layers; ++l)
+      if (!dense_only[l] && (l + 1) % step == 0) c.mlp_kinds[l] = MlpKind::SparseMoe;
+  } else {
+    for (const char* key : {"num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
+                            "moe_intermediate_size"}) {
+      if (r.present(key) && !(cfg.at(key).is_number() && cfg.at(key).get<double>() == 0))
+        error(r.where, ": field '", key, "': mixture-of-experts layers are not implemented by the oracle for ",
+              c.architecture);
     }
   }
   return c;

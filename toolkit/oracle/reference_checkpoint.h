@@ -67,15 +67,38 @@ struct RopeScaling {
   double original_max_position_embeddings = 8192.0;
 };
 
-// The layer kinds the oracle knows. Only full attention today; Gated DeltaNet ("linear_attention") layers of the
-// qwen3_5 / qwen3_next hybrids would be added here with their own step function.
-enum class LayerKind { FullAttention };
+// The token mixer of a layer, from config "layer_types": "full_attention" or "linear_attention" (Gated DeltaNet,
+// the qwen3_5 / qwen3_next hybrids). Dense families have only full attention.
+enum class LayerKind { FullAttention, LinearAttention };
+
+// The MLP of a layer: dense SwiGLU, or (qwen3_next) a sparse mixture of SwiGLU experts plus a gated shared expert.
+enum class MlpKind { Dense, SparseMoe };
+
+// Gated DeltaNet dimensions (config "linear_*"; Yang, Kautz, Hatamizadeh, "Gated Delta Networks", ICLR 2025).
+struct LinearAttentionConfig {
+  int num_key_heads = 0;    // linear_num_key_heads (nk)
+  int key_head_dim = 0;     // linear_key_head_dim (dk)
+  int num_value_heads = 0;  // linear_num_value_heads (nv, a multiple of nk)
+  int value_head_dim = 0;   // linear_value_head_dim (dv)
+  int conv_kernel = 0;      // linear_conv_kernel_dim (K)
+};
+
+// Sparse MoE dimensions (qwen3_next).
+struct MoeConfig {
+  int num_experts = 0;                      // num_experts
+  int experts_per_token = 0;                // num_experts_per_tok
+  int expert_intermediate_size = 0;         // moe_intermediate_size
+  int shared_expert_intermediate_size = 0;  // shared_expert_intermediate_size
+  bool norm_topk_prob = true;               // renormalise the chosen experts' probabilities to sum 1
+};
 
 // What the forward pass needs from config.json, validated. Values HF would default are defaulted as HF does.
 struct ReferenceConfig {
-  std::string architecture;   // "Qwen3ForCausalLM" | "LlamaForCausalLM"
-  std::string model_type;     // "qwen3" | "llama"
+  std::string architecture;   // "Qwen3ForCausalLM" | "LlamaForCausalLM" | "Qwen3_5ForCausalLM" |
+                              // "Qwen3_5ForConditionalGeneration" | "Qwen3NextForCausalLM"
+  std::string model_type;     // "qwen3" | "llama" | "qwen3_5_text" | "qwen3_next"
   std::string config_source;  // "config.json" or "config.json: text_config"
+  std::string weight_prefix = "model.";  // the decoder's tensors: "model." or "model.language_model." (Qwen3_5 VL)
   int vocab_size = 0;
   int hidden_size = 0;
   int intermediate_size = 0;
@@ -83,17 +106,27 @@ struct ReferenceConfig {
   int num_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;
+  int rotary_dim = 0;  // head_dim * partial_rotary_factor: the leading dims of each head that are rotated
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
-  bool qk_norm = false;  // Qwen3: per-head RMSNorm on q and k before rotary
+  bool qk_norm = false;  // Qwen3 and the hybrids: per-head RMSNorm on q and k before rotary
   bool tie_word_embeddings = false;
+  // Hybrids (qwen3_5, qwen3_next): input/post/final norms and q/k norms multiply by (1 + w), the weights being stored
+  // zero-centred; the DeltaNet output norm multiplies by w.
+  bool norm_one_plus_weight = false;
+  bool attn_output_gate = false;   // hybrids: q_proj also yields a per-head gate, output *= sigmoid(gate)
+  bool grouped_linear_proj = false;  // qwen3_next: in_proj_qkvz / in_proj_ba grouped per key head
   std::vector<LayerKind> layer_kinds;  // one per layer
+  std::vector<MlpKind> mlp_kinds;      // one per layer
+  LinearAttentionConfig linear;        // set when some layer is LinearAttention
+  MoeConfig moe;                       // set when some layer is SparseMoe
 };
 
 // Reads and validates DIR/config.json (or config.json's text_config). OracleError on anything the oracle does not
-// implement exactly (another architecture, hidden_act other than silu, biases, sliding window, MoE, partial rotary,
-// an unknown rope scaling type) or a missing / mistyped field.
+// implement exactly (another architecture, hidden_act other than silu, biases, sliding window, MoE / partial rotary /
+// M-RoPE / linear-attention layers outside the hybrid families, a layer type other than full_attention and
+// linear_attention, an unknown rope scaling type) or a missing / mistyped field.
 ReferenceConfig read_reference_config(const std::filesystem::path& checkpoint_dir);
 
 // The rotary inverse frequencies inv_freq[i] = theta^(-2i/d), i < d/2, with Llama 3 scaling applied when set,

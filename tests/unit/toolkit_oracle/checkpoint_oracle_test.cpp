@@ -1,6 +1,7 @@
 // The oracle's loader and config handling: other stored dtypes and layouts give the same answers, tied and untied
-// heads, Llama 3 rope scaling, every malformed or unsupported input is refused with a message naming the file and
-// the field or tensor, and the oracle's sources include nothing from components/.
+// heads, Llama 3 rope scaling, the Qwen3.5 vision-language layout (text_config, model.language_model.*), every
+// malformed or unsupported input (dense or hybrid) is refused with a message naming the file and the field or
+// tensor, and the oracle's sources include nothing from components/.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -90,6 +91,76 @@ TEST(OracleCheckpoint, TextConfigRopeParametersAndDefaultHeadDim) {
   expect_matches_trace(tmp / "v5", "llama-tiny");
 }
 
+// Qwen3_5ForConditionalGeneration: the text model's config under text_config, its decoder's tensors under
+// model.language_model.* (lm_head.weight stays at the top); the oracle runs the text decoder, token ids only.
+TEST(OracleCheckpoint, Qwen3_5ConditionalGenerationLayout) {
+  mi_test::TempDir tmp("oracle-qwen3_5-vl");
+  copy_case("qwen3_5-tiny", tmp.path(),
+            [](json& c) {
+              c.erase("architectures");
+              json outer = {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
+                            {"model_type", "qwen3_5"},
+                            {"tie_word_embeddings", false},
+                            {"text_config", c}};
+              c = outer;
+            },
+            [](std::vector<OwnedTensor>& ts) {
+              for (OwnedTensor& t : ts)
+                if (t.name.starts_with("model.")) t.name = "model.language_model." + t.name.substr(6);
+            });
+  const ReferenceModel m(tmp.path(), 2);
+  EXPECT_EQ(m.architecture(), "Qwen3_5ForConditionalGeneration");
+  EXPECT_EQ(m.config().config_source, "config.json: text_config");
+  EXPECT_EQ(m.config().weight_prefix, "model.language_model.");
+  EXPECT_EQ(m.config().model_type, "qwen3_5_text");
+  expect_matches_trace(tmp.path(), "qwen3_5-tiny");
+}
+
+TEST(OracleCheckpoint, HybridConfigIsReadAsStated) {
+  const ReferenceModel q35(mi_test::golden("qwen3_5-tiny"));
+  const mi::oracle::ReferenceConfig& c = q35.config();
+  EXPECT_EQ(c.rotary_dim, 8);          // head_dim 32 x partial_rotary_factor 0.25
+  EXPECT_EQ(c.rope_theta, 1e7);        // from rope_parameters
+  EXPECT_TRUE(c.norm_one_plus_weight);
+  EXPECT_TRUE(c.attn_output_gate);
+  EXPECT_FALSE(c.grouped_linear_proj);
+  ASSERT_EQ(c.layer_kinds.size(), 4u);
+  EXPECT_EQ(c.layer_kinds[0], mi::oracle::LayerKind::LinearAttention);
+  EXPECT_EQ(c.layer_kinds[3], mi::oracle::LayerKind::FullAttention);
+  EXPECT_EQ(c.mlp_kinds[0], mi::oracle::MlpKind::Dense);
+  EXPECT_EQ(c.linear.num_value_heads, 4);
+  const ReferenceModel next(mi_test::golden("qwen3_next-tiny"));
+  EXPECT_EQ(next.config().rope_theta, 1e7);  // top level
+  EXPECT_EQ(next.config().rotary_dim, 8);
+  EXPECT_TRUE(next.config().grouped_linear_proj);
+  for (const auto k : next.config().mlp_kinds) EXPECT_EQ(k, mi::oracle::MlpKind::SparseMoe);
+  EXPECT_EQ(next.config().moe.num_experts, 8);
+  EXPECT_EQ(next.config().moe.experts_per_token, 2);
+  EXPECT_TRUE(next.config().moe.norm_topk_prob);
+}
+
+// The Sequence state of a DeltaNet layer is fixed-size (conv window + recurrent state); continuing a sequence token
+// by token gives the logits of one forward over the whole (the recurrent form is the prefill's form too).
+TEST(OracleCheckpoint, HybridSequenceStateContinues) {
+  const ReferenceModel m(mi_test::golden("qwen3_next-tiny"));
+  const Prompt p = trace_prompts("qwen3_next-tiny").at(1);
+  ReferenceModel::Sequence whole = m.new_sequence();
+  const std::vector<double> all = m.append(whole, p.prompt);
+  ReferenceModel::Sequence parts = m.new_sequence();
+  std::vector<double> rows;
+  const std::vector<int> head(p.prompt.begin(), p.prompt.begin() + 4), tail(p.prompt.begin() + 4, p.prompt.end());
+  for (const auto* part : {&head, &tail}) {
+    const std::vector<double> r = m.append(parts, *part);
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+  ASSERT_EQ(rows.size(), all.size());
+  for (size_t i = 0; i < all.size(); ++i) ASSERT_NEAR(rows[i], all[i], 1e-12) << i;
+  EXPECT_EQ(whole.layers[0].conv.size(), 3u * 128);      // (K-1) x C
+  EXPECT_EQ(whole.layers[0].state.size(), 4u * 16 * 16);  // nv x dk x dv
+  EXPECT_TRUE(whole.layers[0].k.empty());
+  EXPECT_EQ(whole.layers[3].k.size(), 10u * 64);          // full attention: length x nKV*D
+}
+
 TEST(OracleCheckpoint, ShardedCheckpointGivesIdenticalGreedyIds) {
   mi_test::TempDir tmp("oracle-shards");
   copy_case("qwen3-hd128", tmp.path(), {}, {}, 400 * 1024);  // several shards + model.safetensors.index.json
@@ -99,10 +170,13 @@ TEST(OracleCheckpoint, ShardedCheckpointGivesIdenticalGreedyIds) {
 }
 
 TEST(OracleCheckpoint, ThreadCountDoesNotChangeLogits) {
-  const ReferenceModel one(mi_test::golden("qwen3-hd128"), 1), three(mi_test::golden("qwen3-hd128"), 3);
-  const Prompt p = trace_prompts("qwen3-hd128").at(2);
-  EXPECT_EQ(mi::oracle::teacher_forced_logits(one, p.prompt, p.greedy),
-            mi::oracle::teacher_forced_logits(three, p.prompt, p.greedy));  // bit-identical: rows are independent
+  for (const char* c : {"qwen3-hd128", "qwen3_next-tiny"}) {
+    SCOPED_TRACE(c);
+    const ReferenceModel one(mi_test::golden(c), 1), three(mi_test::golden(c), 3);
+    const Prompt p = trace_prompts(c).at(2);
+    EXPECT_EQ(mi::oracle::teacher_forced_logits(one, p.prompt, p.greedy),
+              mi::oracle::teacher_forced_logits(three, p.prompt, p.greedy));  // bit-identical: rows are independent
+  }
 }
 
 TEST(OracleCheckpoint, Float16Decoding) {
@@ -224,9 +298,10 @@ std::string load_error(const fs::path& dir) {
   return error_of([&] { ReferenceModel m(dir); });
 }
 
-std::string config_error(const std::string& tag, const std::function<void(json&)>& edit) {
+std::string config_error(const std::string& tag, const std::function<void(json&)>& edit,
+                         const std::string& base = "qwen3-tiny") {
   mi_test::TempDir tmp("oracle-cfg-" + tag);
-  const fs::path src = mi_test::golden("qwen3-tiny");
+  const fs::path src = mi_test::golden(base);
   json config = read_json(src / "config.json");
   edit(config);
   write_json(tmp / "config.json", config);
@@ -235,12 +310,12 @@ std::string config_error(const std::string& tag, const std::function<void(json&)
 }
 
 TEST(OracleBadInput, UnsupportedArchitecturesAreRefused) {
-  for (const char* c : {"qwen3_5-tiny", "qwen3_next-tiny"}) {
-    const std::string msg = load_error(mi_test::golden(c));
+  for (const char* arch : {"Qwen3_5MoeForCausalLM", "Qwen3MoeForCausalLM"}) {
+    const std::string msg = config_error("arch-hybrid", [&](json& c) { c["architectures"] = {arch}; }, "qwen3_5-tiny");
     EXPECT_ERROR_HAS(msg, "architectures");
     EXPECT_ERROR_HAS(msg, "config.json");
+    EXPECT_ERROR_HAS(msg, arch);
   }
-  EXPECT_ERROR_HAS(load_error(mi_test::golden("qwen3_5-tiny")), "Qwen3_5ForCausalLM");
   EXPECT_ERROR_HAS(config_error("arch", [](json& c) { c["architectures"] = {"MistralForCausalLM"}; }),
                    "MistralForCausalLM");
   EXPECT_ERROR_HAS(config_error("noarch", [](json& c) { c.erase("architectures"); }), "'architectures' is missing");
@@ -278,6 +353,58 @@ TEST(OracleBadInput, UnimplementedConfigValuesAreRefused) {
   const std::string msg = config_error("dim", [](json& c) { c["intermediate_size"] = 512; });
   EXPECT_ERROR_HAS(msg, "model.layers.0.mlp.gate_proj.weight");
   EXPECT_ERROR_HAS(msg, "[256, 128]");
+}
+
+TEST(OracleBadInput, UnimplementedHybridConfigValuesAreRefused) {
+  struct Case {
+    const char* tag;
+    const char* base;
+    std::function<void(json&)> edit;
+    const char* expect;
+  };
+  const std::vector<Case> cases = {
+      {"ltype", "qwen3_5-tiny", [](json& c) { c["layer_types"][2] = "sliding_attention"; }, "layer_types[2]"},
+      {"noltypes", "qwen3_next-tiny", [](json& c) { c.erase("layer_types"); }, "'layer_types' is missing"},
+      {"nokheads", "qwen3_5-tiny", [](json& c) { c.erase("linear_num_key_heads"); }, "linear_num_key_heads"},
+      {"vheads", "qwen3_next-tiny", [](json& c) { c["linear_num_value_heads"] = 3; }, "linear_num_value_heads"},
+      {"mrope", "qwen3_5-tiny", [](json& c) { c["rope_parameters"]["mrope_section"] = {2, 2, 1}; },
+       "mrope_section"},
+      {"nopartial", "qwen3_next-tiny", [](json& c) { c.erase("partial_rotary_factor"); }, "partial_rotary_factor"},
+      {"oddrotary", "qwen3_next-tiny", [](json& c) { c["partial_rotary_factor"] = 0.1; }, "partial_rotary_factor"},
+      {"moe35", "qwen3_5-tiny", [](json& c) { c["num_experts"] = 8; }, "num_experts"},
+      {"topk", "qwen3_next-tiny", [](json& c) { c["num_experts_per_tok"] = 9; }, "num_experts_per_tok"},
+      {"nonorm", "qwen3_next-tiny", [](json& c) { c.erase("norm_topk_prob"); }, "norm_topk_prob"},
+      {"noshared", "qwen3_next-tiny", [](json& c) { c.erase("shared_expert_intermediate_size"); },
+       "shared_expert_intermediate_size"},
+      {"ungated", "qwen3_5-tiny", [](json& c) { c["attn_output_gate"] = false; }, "attn_output_gate"},
+      {"onlylayers", "qwen3_next-tiny", [](json& c) { c["mlp_only_layers"] = {7}; }, "mlp_only_layers"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.tag);
+    const std::string msg = config_error(c.tag, c.edit, c.base);
+    EXPECT_ERROR_HAS(msg, c.expect);
+    EXPECT_ERROR_HAS(msg, "config.json");
+  }
+  // Shapes and names of the hybrid tensors are checked, naming the tensor.
+  std::string msg = config_error("kdim", [](json& c) { c["linear_key_head_dim"] = 8; }, "qwen3_next-tiny");
+  EXPECT_ERROR_HAS(msg, "model.layers.0.linear_attn.in_proj_qkvz.weight");
+  EXPECT_ERROR_HAS(msg, "[192, 128]");
+  msg = config_error("experts", [](json& c) { c["num_experts"] = 9; }, "qwen3_next-tiny");
+  EXPECT_ERROR_HAS(msg, "model.layers.0.mlp.gate.weight");
+  // A dense MLP layer in qwen3_next (mlp_only_layers) needs the dense tensors, which the file lacks.
+  msg = config_error("denselayer", [](json& c) { c["mlp_only_layers"] = {1}; }, "qwen3_next-tiny");
+  EXPECT_ERROR_HAS(msg, "model.layers.1.mlp.gate_proj.weight");
+  // int8 weights are contracted for the dense families only.
+  msg = error_of([] {
+    ReferenceModel m(mi_test::golden("qwen3_5-tiny"), 1, mi::oracle::WeightQuantization::int8_per_row);
+  });
+  EXPECT_ERROR_HAS(msg, "int8");
+  EXPECT_ERROR_HAS(msg, "Qwen3_5ForCausalLM");
+  // Dense families keep refusing the hybrid-only features.
+  EXPECT_ERROR_HAS(config_error("dense-mrope", [](json& c) {
+                     c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e6}, {"mrope_section", {8, 4, 4}}};
+                   }),
+                   "mrope_section");
 }
 
 TEST(OracleBadInput, MissingOrMisshapedTensorsAreNamed) {

@@ -1,4 +1,5 @@
-// `metainfer oracle` as a real binary: greedy ids of a golden prompt equal the trace; bad input exits 2 naming it.
+// `metainfer oracle` as a real binary: greedy ids of a golden prompt (dense and hybrid) equal the trace; bad input
+// exits 2 naming it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,13 +44,27 @@ TEST(OracleCli, GoldenPromptMatchesTrace) {
   EXPECT_EQ(std::count(plain.out.begin(), plain.out.end(), '\n'), 17);
 }
 
+TEST(OracleCli, HybridGoldenPromptsMatchTraces) {
+  for (const char* c : {"qwen3_5-tiny", "qwen3_next-tiny"}) {
+    SCOPED_TRACE(c);
+    const json p1 = read_json(mi_test::golden(c) / "trace.json").at("prompts").at(1);
+    const auto expected = p1.at("greedy_ids").get<std::vector<int>>();
+    const auto r = mi_test::metainfer({"oracle", "--model", mi_test::golden(c).string(), "--prompt-ids",
+                                       join(p1.at("prompt_ids").get<std::vector<int>>()), "--max-new-tokens",
+                                       std::to_string(expected.size()), "--threads", "2", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(mi_test::last_json_line(r.out).at("output_ids").get<std::vector<int>>(), expected);
+  }
+}
+
 TEST(OracleCli, BadInputExitsTwo) {
   mi_test::TempDir tmp("oracle-cli");
   auto r = mi_test::metainfer({"oracle", "--model", (tmp / "nope").string(), "--prompt-ids", "1,2"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("nope"), std::string::npos) << r.err;
 
-  r = mi_test::metainfer({"oracle", "--model", mi_test::golden("qwen3_5-tiny").string(), "--prompt-ids", "1"});
+  copy_case("qwen3_5-tiny", tmp / "moe", [](json& c) { c["architectures"] = {"Qwen3_5MoeForCausalLM"}; });
+  r = mi_test::metainfer({"oracle", "--model", (tmp / "moe").string(), "--prompt-ids", "1"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("architectures"), std::string::npos) << r.err;
 

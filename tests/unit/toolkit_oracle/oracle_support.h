@@ -39,7 +39,9 @@ inline std::vector<std::string> supported_golden_cases() {
     if (!fs::exists(trace)) continue;
     const json t = read_json(trace);
     const std::string arch = t.at("architectures").at(0).get<std::string>();
-    if (arch == "Qwen3ForCausalLM" || arch == "LlamaForCausalLM") cases.push_back(entry.path().filename().string());
+    if (arch == "Qwen3ForCausalLM" || arch == "LlamaForCausalLM" || arch == "Qwen3_5ForCausalLM" ||
+        arch == "Qwen3NextForCausalLM")
+      cases.push_back(entry.path().filename().string());
   }
   std::sort(cases.begin(), cases.end());
   return cases;
