@@ -37,11 +37,14 @@ std::vector<double> rotary_inv_freq(int head_dim, double theta, const std::optio
 }
 
 RotaryTable::RotaryTable(int head_dim, int max_positions, double theta,
-                         const std::optional<Llama3RopeScaling>& scaling)
-    : head_dim_(head_dim), max_positions_(max_positions) {
+                         const std::optional<Llama3RopeScaling>& scaling, int rotary_dim)
+    : head_dim_(head_dim), rotary_dim_(rotary_dim == 0 ? head_dim : rotary_dim), max_positions_(max_positions) {
   if (max_positions <= 0) fail("rotary: max_positions must be positive, got ", max_positions);
-  const std::vector<double> inv_freq = rotary_inv_freq(head_dim, theta, scaling);
-  const int half = head_dim / 2;
+  if (rotary_dim_ <= 0 || rotary_dim_ % 2 != 0 || rotary_dim_ > head_dim)
+    fail("rotary: rotary_dim must be even and in (0, head_dim = ", head_dim, "], got ", rotary_dim_);
+  // Partial rotary: the frequencies are those of a head of size rotary_dim.
+  const std::vector<double> inv_freq = rotary_inv_freq(rotary_dim_, theta, scaling);
+  const int half = rotary_dim_ / 2;
   cos_.resize(std::size_t(max_positions) * std::size_t(half));
   sin_.resize(cos_.size());
   for (int pos = 0; pos < max_positions; ++pos) {

@@ -13,6 +13,10 @@
 //   wavelen > low_wavelen   -> f / factor              (low frequencies slowed down)
 //   otherwise               -> (1 - s) * f / factor + s * f,
 //                              s = (original_max / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+//
+// Partial rotary (Qwen3-Next / Qwen3.5: partial_rotary_factor 0.25): only the first rotary_dim dims of each head are
+// rotated, as a rotate-half head of size rotary_dim (pairs (i, i + rotary_dim/2), inv_freq[i] = theta^(-2i /
+// rotary_dim)); dims [rotary_dim, head_dim) pass through unchanged. rotary_dim = head_dim is the full rotary above.
 #pragma once
 #include <cstddef>
 #include <optional>
@@ -35,22 +39,27 @@ std::vector<double> rotary_inv_freq(int head_dim, double theta, const std::optio
 
 class RotaryTable {
  public:
-  RotaryTable(int head_dim, int max_positions, double theta, const std::optional<Llama3RopeScaling>& scaling);
+  // rotary_dim: the rotated leading dims of each head, even, in (0, head_dim]; 0 means the whole head.
+  RotaryTable(int head_dim, int max_positions, double theta, const std::optional<Llama3RopeScaling>& scaling,
+              int rotary_dim = 0);
 
   int head_dim() const { return head_dim_; }
+  int rotary_dim() const { return rotary_dim_; }
   int max_positions() const { return max_positions_; }
-  // cos/sin of position `pos`: head_dim/2 floats each.
-  const float* cos(int pos) const { return cos_.data() + std::size_t(pos) * std::size_t(head_dim_ / 2); }
-  const float* sin(int pos) const { return sin_.data() + std::size_t(pos) * std::size_t(head_dim_ / 2); }
+  // cos/sin of position `pos`: rotary_dim/2 floats each.
+  const float* cos(int pos) const { return cos_.data() + std::size_t(pos) * std::size_t(rotary_dim_ / 2); }
+  const float* sin(int pos) const { return sin_.data() + std::size_t(pos) * std::size_t(rotary_dim_ / 2); }
 
  private:
   int head_dim_;
+  int rotary_dim_;
   int max_positions_;
-  std::vector<float> cos_;  // [max_positions, head_dim/2]
+  std::vector<float> cos_;  // [max_positions, rotary_dim/2]
   std::vector<float> sin_;
 };
 
-// Rotates every head of rows [0, rows) of x in place; row t is at position first_position + t.
+// Rotates every head of rows [0, rows) of x in place (its first table.rotary_dim() dims); row t is at position
+// first_position + t.
 //   x [rows, heads * head_dim] with row stride `row_stride` floats.
 template <class K>
 void apply_rotary(runtime::ThreadPool& pool, const RotaryTable& table, float* x, int rows, std::size_t row_stride,
@@ -65,7 +74,7 @@ void apply_rotary(runtime::ThreadPool& pool, const RotaryTable& table, float* x,
       const int pos = first_position + r;
       float* row = x + std::size_t(r) * row_stride;
       for (int h = 0; h < heads; ++h)
-        K::rope_rotate_half(row + std::size_t(h) * head_dim, table.cos(pos), table.sin(pos), head_dim);
+        K::rope_rotate_half(row + std::size_t(h) * head_dim, table.cos(pos), table.sin(pos), table.rotary_dim());
     }
   });
 }
@@ -84,7 +93,8 @@ void apply_rotary_at(runtime::ThreadPool& pool, const RotaryTable& table, float*
     for (int r = r0; r < r1; ++r) {
       float* row = x + std::size_t(r) * row_stride;
       for (int h = 0; h < heads; ++h)
-        K::rope_rotate_half(row + std::size_t(h) * head_dim, table.cos(positions[r]), table.sin(positions[r]), head_dim);
+        K::rope_rotate_half(row + std::size_t(h) * head_dim, table.cos(positions[r]), table.sin(positions[r]),
+                            table.rotary_dim());
     }
   });
 }
