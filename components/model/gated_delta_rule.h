@@ -28,7 +28,11 @@
 //   v     [T, v_heads * dv]   row ldv
 //   beta  [T, v_heads]        row v_heads, in (0, 1)
 //   g     [T, v_heads]        row v_heads, <= 0
-//   state [v_heads, dk, dv]   f32, row-major per head (S[i, j]: key dim i, value dim j); zeros at sequence start
+//   state [v_heads, dv, dk]   f32, S stored transposed per head: row j (value dim) holds S[:, j] over the key dims.
+//                             Zeros at sequence start. Transposed because every quantity of a step is per value dim
+//                             j: kv_j = S[:, j].k, delta_j, S[:, j] += delta_j k, o_j = S[:, j].q - so one decode
+//                             step is one pass over the state, each row used while it sits in L1; and the chunked
+//                             form's S0 products are plain row-major matmuls (K::matmul with S^T as the weight).
 //   out   [T, v_heads * dv]   row ldo; must not alias q, k or v
 #pragma once
 #include <algorithm>
@@ -59,7 +63,7 @@ struct GatedDeltaInputs {
   const float* g = nullptr;     // [T, v_heads]
 };
 
-// Floats of recurrent state per sequence and linear-attention layer: [v_heads, dk, dv].
+// Floats of recurrent state per sequence and linear-attention layer: [v_heads, dv, dk].
 inline std::size_t gated_delta_state_floats(const GatedDeltaDims& d) {
   return std::size_t(d.v_heads) * std::size_t(d.k_dim) * std::size_t(d.v_dim);
 }
@@ -71,24 +75,19 @@ inline void check_gated_delta_dims(const GatedDeltaDims& d) {
          "), dims positive (dk ", d.k_dim, ", dv ", d.v_dim, ")");
 }
 
-// One recurrent step of one head. S [dk, dv]; q, k [dk]; v [dv]; o [dv] (also the kv / delta temporary, so the
-// step needs no scratch). Passes over S: (decay, read kv), (write delta), (read o).
+// One recurrent step of one head. ST [dv, dk] (S transposed); q, k [dk]; v, o [dv]. One pass over the state:
+// row j is decayed, read (kv_j), written (delta_j k) and read again (o_j) while it is in L1.
 template <class K>
-void gated_delta_step(float* S, const float* q, const float* k, const float* v, float beta, float g, float* o,
+void gated_delta_step(float* ST, const float* q, const float* k, const float* v, float beta, float g, float* o,
                       int dk, int dv) {
   const float decay = std::exp(g);
-  std::memset(o, 0, sizeof(float) * std::size_t(dv));
-  for (int i = 0; i < dk; ++i) {
-    float* row = S + std::size_t(i) * dv;
-    for (int j = 0; j < dv; ++j) row[j] *= decay;
-    K::axpy(k[i], row, o, dv);  // o = S^T k (the state's prediction of v)
+  for (int j = 0; j < dv; ++j) {
+    float* row = ST + std::size_t(j) * dk;
+    for (int i = 0; i < dk; ++i) row[i] *= decay;
+    const float delta = beta * (v[j] - K::dot(row, k, dk));  // the state's prediction error for value dim j
+    K::axpy(delta, k, row, dk);
+    o[j] = K::dot(row, q, dk);
   }
-  for (int j = 0; j < dv; ++j) o[j] = beta * (v[j] - o[j]);  // o = delta
-  // S += k delta^T, then o = S^T q (o held delta until here, so the output is summed only after every row of S
-  // has been written).
-  for (int i = 0; i < dk; ++i) K::axpy(k[i], o, S + std::size_t(i) * dv, dv);
-  std::memset(o, 0, sizeof(float) * std::size_t(dv));
-  for (int i = 0; i < dk; ++i) K::axpy(q[i], S + std::size_t(i) * dv, o, dv);
 }
 }  // namespace detail
 
@@ -112,7 +111,7 @@ void gated_delta_rule_recurrent(runtime::ThreadPool& pool, const GatedDeltaDims&
 }
 
 // Batched decode: row b of the inputs is the one new token of a sequence whose state is states[b]
-// ([v_heads, dk, dv] each); equals B recurrent calls with T = 1. One pool dispatch for all (row, head) pairs.
+// ([v_heads, dv, dk] each); equals B recurrent calls with T = 1. One pool dispatch for all (row, head) pairs.
 template <class K>
 void gated_delta_rule_decode_batch(runtime::ThreadPool& pool, const GatedDeltaDims& d, const GatedDeltaInputs& in,
                                    int B, float* const* states, float* out, std::size_t ldo) {
@@ -135,7 +134,7 @@ void gated_delta_rule_decode_batch(runtime::ThreadPool& pool, const GatedDeltaDi
 inline std::size_t gated_delta_chunk_floats(const GatedDeltaDims& d, int C) {
   const std::size_t c = std::size_t(C), dk = std::size_t(d.k_dim), dv = std::size_t(d.v_dim);
   auto round16 = [](std::size_t n) { return (n + 15) / 16 * 16; };  // keep every buffer 64-byte aligned
-  return round16(c * dk) * 3 + round16(c * dv) + round16(c * c) * 2 + round16(c) * 3;
+  return round16(c * dk) * 3 + round16(c * dv) * 2 + round16(c * c) * 2 + round16(c) * 3;
 }
 // Scratch for the whole call: one participant's share per pool thread.
 inline std::size_t gated_delta_chunked_scratch_floats(const GatedDeltaDims& d, int C, int threads) {
@@ -144,7 +143,8 @@ inline std::size_t gated_delta_chunked_scratch_floats(const GatedDeltaDims& d, i
 
 // Chunked form over T tokens of one sequence (prefill), chunk size C (64 is a good default; T need not be a
 // multiple). Continues from `state` and leaves it where the recurrent form would. Heads run in parallel, each
-// walking its chunks in order.
+// walking its chunks in order. The products with the state and the L x L score matrices are K::matmul calls (f32
+// weights = the state or the chunk's keys), the triangular parts are axpy rows.
 //   scratch: gated_delta_chunked_scratch_floats(d, C, pool.size()) floats, 64-byte aligned
 template <class K>
 void gated_delta_rule_chunked(runtime::ThreadPool& pool, const GatedDeltaDims& d, const GatedDeltaInputs& in, int T,
@@ -163,18 +163,19 @@ void gated_delta_rule_chunked(runtime::ThreadPool& pool, const GatedDeltaDims& d
     float* Qc = p;   p += round16(uc * udk);  // [C, dk] queries
     float* Wc = p;   p += round16(uc * udk);  // [C, dk] W = T diag(beta exp(G)) K
     float* Uc = p;   p += round16(uc * udv);  // [C, dv] U = T diag(beta) V, then D = U - W S0 (the deltas)
-    float* Mt = p;   p += round16(uc * uc);   // [C, C]  -A, then T = (I + A)^{-1} (strictly lower part)
-    float* Pq = p;   p += round16(uc * uc);   // [C, C]  exp(G_t - G_s) q_t.k_s for s <= t
+    float* Yc = p;   p += round16(uc * udv);  // [C, dv] matmul output: W S0
+    float* Mt = p;   p += round16(uc * uc);   // [C, C]  k_t.k_s, then -A, then T = (I + A)^{-1} (strictly lower)
+    float* Pq = p;   p += round16(uc * uc);   // [C, C]  q_t.k_s, then exp(G_t - G_s) q_t.k_s for s <= t
     float* Gc = p;   p += round16(uc);        // [C]     cumulative log decay within the chunk
     float* Bc = p;   p += round16(uc);        // [C]     beta
-    float* Ec = p;                            // [C]     per-token coefficients (exp(G), then state-update decays)
+    float* Ec = p;                            // [C]     state-update decays exp(G_{L-1} - G_s)
 
     for (int h = h0; h < h1; ++h) {
-      float* S = state + std::size_t(h) * head_state;  // [dk, dv]
+      float* ST = state + std::size_t(h) * head_state;  // [dv, dk]: S0 transposed, row j = S0[:, j]
       const std::size_t kq_off = std::size_t(h / group) * udk, v_off = std::size_t(h) * udv;
       for (int t0 = 0; t0 < T; t0 += C) {
         const int L = std::min(C, T - t0);
-        // Gather the chunk; cumulative decay G_t (sum in order, as the recurrence multiplies exp(g) in order).
+        // Gather the chunk; cumulative decay G_t (summed in order, as the recurrence multiplies exp(g) in order).
         float G = 0.0f;
         for (int t = 0; t < L; ++t) {
           const std::size_t row = std::size_t(t0 + t);
@@ -185,17 +186,16 @@ void gated_delta_rule_chunked(runtime::ThreadPool& pool, const GatedDeltaDims& d
           Gc[t] = G;
           Bc[t] = in.beta[row * std::size_t(d.v_heads) + h];
         }
-        // Mt[t, s] = -A[t, s] = -beta_t exp(G_t - G_s) k_t.k_s (s < t); Pq[t, s] = exp(G_t - G_s) q_t.k_s (s <= t).
-        for (int t = 0; t < L; ++t) {
-          const float* kt = Kc + std::size_t(t) * udk;
-          const float* qt = Qc + std::size_t(t) * udk;
+        // K K^T and Q K^T (full L x L; only the lower triangles are used), then the decays and beta:
+        //   Mt[t, s] = -A[t, s] = -beta_t exp(G_t - G_s) k_t.k_s (s < t);  Pq[t, s] = exp(G_t - G_s) q_t.k_s (s <= t).
+        K::matmul(Kc, udk, Kc, udk, Mt, uc, L, L, dk);
+        K::matmul(Kc, udk, Qc, udk, Pq, uc, L, L, dk);
+        for (int t = 0; t < L; ++t)
           for (int s = 0; s <= t; ++s) {
             const float decay = std::exp(Gc[t] - Gc[s]);
-            const float* ks = Kc + std::size_t(s) * udk;
-            if (s < t) Mt[std::size_t(t) * uc + s] = -Bc[t] * decay * K::dot(kt, ks, dk);
-            Pq[std::size_t(t) * uc + s] = decay * K::dot(qt, ks, dk);
+            Mt[std::size_t(t) * uc + s] *= -Bc[t] * decay;
+            Pq[std::size_t(t) * uc + s] *= decay;
           }
-        }
         // T = (I + A)^{-1} by forward substitution, in place over Mt's strictly lower part:
         //   T[t, :t] = -A[t, :t] - sum_{r<t} A[t, r] T[r, :r]
         // Row t is updated for r ascending; step r writes columns [0, r) only, so A[t, r] is still unmodified
@@ -218,29 +218,25 @@ void gated_delta_rule_chunked(runtime::ThreadPool& pool, const GatedDeltaDims& d
             K::axpy(Trow[s] * Bc[s] * std::exp(Gc[s]), Kc + std::size_t(s) * udk, wt, dk);
           }
         }
-        // D = U - W S0.
+        // D = U - W S0:  (W S0)[t, j] = sum_i W[t, i] ST[j, i], a matmul with ST as the [dv, dk] weight.
+        K::matmul(ST, udk, Wc, udk, Yc, udv, L, dv, dk);
+        for (std::size_t i = 0; i < std::size_t(L) * udv; ++i) Uc[i] -= Yc[i];
+        // O = diag(exp(G)) Q S0 + (masked decayed Q K^T) D, before the state moves on; Q S0 straight into out.
+        float* o0 = out + std::size_t(t0) * ldo + v_off;
+        K::matmul(ST, udk, Qc, udk, o0, ldo, L, dv, dk);
         for (int t = 0; t < L; ++t) {
-          float* ut = Uc + std::size_t(t) * udv;
-          const float* wt = Wc + std::size_t(t) * udk;
-          for (int i = 0; i < dk; ++i) K::axpy(-wt[i], S + std::size_t(i) * udv, ut, dv);
-        }
-        // O = diag(exp(G)) Q S0 + (masked decayed Q K^T) D, before the state moves on.
-        for (int t = 0; t < L; ++t) {
-          float* ot = out + std::size_t(t0 + t) * ldo + v_off;
-          const float* qt = Qc + std::size_t(t) * udk;
-          std::memset(ot, 0, sizeof(float) * udv);
-          for (int i = 0; i < dk; ++i) K::axpy(qt[i], S + std::size_t(i) * udv, ot, dv);
+          float* ot = o0 + std::size_t(t) * ldo;
           const float et = std::exp(Gc[t]);
           for (int j = 0; j < dv; ++j) ot[j] *= et;
           for (int s = 0; s <= t; ++s) K::axpy(Pq[std::size_t(t) * uc + s], Uc + std::size_t(s) * udv, ot, dv);
         }
-        // S_L = exp(G_{L-1}) S0 + sum_s exp(G_{L-1} - G_s) k_s d_s^T, row by row of S.
+        // S_L = exp(G_{L-1}) S0 + sum_s exp(G_{L-1} - G_s) k_s d_s^T; row j of ST gets sum_s Ec[s] D[s, j] k_s.
         const float e_last = std::exp(Gc[L - 1]);
         for (int s = 0; s < L; ++s) Ec[s] = std::exp(Gc[L - 1] - Gc[s]);
-        for (int i = 0; i < dk; ++i) {
-          float* row = S + std::size_t(i) * udv;
-          for (int j = 0; j < dv; ++j) row[j] *= e_last;
-          for (int s = 0; s < L; ++s) K::axpy(Ec[s] * Kc[std::size_t(s) * udk + i], Uc + std::size_t(s) * udv, row, dv);
+        for (int j = 0; j < dv; ++j) {
+          float* row = ST + std::size_t(j) * udk;
+          for (int i = 0; i < dk; ++i) row[i] *= e_last;
+          for (int s = 0; s < L; ++s) K::axpy(Ec[s] * Uc[std::size_t(s) * udv + j], Kc + std::size_t(s) * udk, row, dk);
         }
       }
     }

@@ -2,7 +2,7 @@
 // KV blocks: the full-attention layers keep using runtime::KvCache, the linear layers keep a fixed-size state per
 // sequence that does not grow with the context:
 //   conv  [K-1, C]            the causal conv1d's last K-1 inputs   (model/causal_conv1d.h)
-//   delta [v_heads, dk, dv]   the gated delta rule's S              (model/gated_delta_rule.h)
+//   delta [v_heads, dv, dk]   the gated delta rule's S, transposed  (model/gated_delta_rule.h)
 // for every linear layer. Indexed by the KvCache sequence id (a slot in [0, max_sequences)), allocated once at
 // engine start, zeroed when a sequence starts (clear), so a decode step allocates nothing.
 //
@@ -49,7 +49,7 @@ class RecurrentStateCache {
 
   // [K-1, C] conv state of linear layer `layer` (0-based among the linear layers) of sequence `seq`.
   float* conv(int seq, int layer) { return base(seq, layer); }
-  // [v_heads, dk, dv] delta-rule state.
+  // [v_heads, dv, dk] delta-rule state.
   float* delta(int seq, int layer) { return base(seq, layer) + conv_floats_; }
 
   // Zeroes every state of the sequence: call when a sequence (slot) starts.
@@ -72,7 +72,7 @@ class RecurrentStateCache {
 
   RecurrentStateShape shape_;
   std::size_t conv_floats_, delta_floats_, per_layer_, per_sequence_;
-  std::vector<float> storage_;  // [max_sequences, linear_layers, (conv [K-1, C] | delta [v_heads, dk, dv])]
+  std::vector<float> storage_;  // [max_sequences, linear_layers, (conv [K-1, C] | delta [v_heads, dv, dk])]
 };
 
 }  // namespace mi::model

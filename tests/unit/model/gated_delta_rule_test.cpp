@@ -66,7 +66,7 @@ DeltaData make_data(const GatedDeltaDims& d, int T, unsigned seed) {
 
 // The recurrence exactly as written in the paper, in double, one head at a time:
 //   S = exp(g) S;  kv = S^T k;  delta = beta (v - kv);  S += k delta^T;  o = S^T q
-// state [v_heads, dk, dv] in/out; returns o [T, v_heads * dv].
+// state [v_heads, dv, dk] (S transposed, as the component stores it) in/out; returns o [T, v_heads * dv].
 std::vector<double> reference_recurrent(const DeltaData& x, std::vector<double>& state) {
   const auto& d = x.d;
   const int dk = d.k_dim, dv = d.v_dim, group = d.v_heads / d.k_heads;
@@ -83,13 +83,13 @@ std::vector<double> reference_recurrent(const DeltaData& x, std::vector<double>&
       for (int i = 0; i < dk * dv; ++i) S[i] *= std::exp(g);
       for (int j = 0; j < dv; ++j) {
         double kv = 0;
-        for (int i = 0; i < dk; ++i) kv += S[std::size_t(i) * dv + j] * k[i];
+        for (int i = 0; i < dk; ++i) kv += S[std::size_t(j) * dk + i] * k[i];
         const double delta = beta * (v[j] - kv);
-        for (int i = 0; i < dk; ++i) S[std::size_t(i) * dv + j] += k[i] * delta;
+        for (int i = 0; i < dk; ++i) S[std::size_t(j) * dk + i] += k[i] * delta;
       }
       for (int j = 0; j < dv; ++j) {
         double o = 0;
-        for (int i = 0; i < dk; ++i) o += S[std::size_t(i) * dv + j] * q[i];
+        for (int i = 0; i < dk; ++i) o += S[std::size_t(j) * dk + i] * q[i];
         out[(std::size_t(t) * d.v_heads + h) * dv + j] = o;
       }
     }
@@ -164,6 +164,37 @@ TYPED_TEST(GatedDeltaLevels, ChunkedMatchesRecurrent) {
   }
   std::printf("[ %s ] chunked vs recurrent, max |diff| / max |recurrent|: output %.3g, state %.3g\n", K::name,
               worst_out, worst_state);
+}
+
+// Extreme gates: no decay (g = 0) next to a decay that underflows exp(G) within a few tokens (g = -30), beta near
+// 0 and near 1, and repeated keys (the delta rule overwriting the same slot). Chunked must stay finite and agree.
+TYPED_TEST(GatedDeltaLevels, ChunkedMatchesRecurrentAtExtremeGates) {
+  using K = TypeParam;
+  MI_SKIP_UNSUPPORTED_LEVEL(K);
+  ThreadPool pool(2);
+  const GatedDeltaDims d = kTiny;
+  const int T = 100;
+  DeltaData x = make_data(d, T, 55);
+  const std::size_t qk = std::size_t(d.k_heads) * d.k_dim;
+  for (int t = 0; t < T; ++t) {
+    if (t % 3 == 1)  // every third token repeats the previous token's keys
+      for (std::size_t i = 0; i < qk; ++i) x.qkv[std::size_t(t) * x.ld + qk + i] = x.qkv[std::size_t(t - 1) * x.ld + qk + i];
+    for (int h = 0; h < d.v_heads; ++h) {
+      x.g[std::size_t(t) * d.v_heads + h] = h == 0 ? 0.0f : h == 1 ? -30.0f : (t % 2 ? 0.0f : -5.0f);
+      x.beta[std::size_t(t) * d.v_heads + h] = (t + h) % 2 ? 0.999f : 1e-3f;
+    }
+  }
+  const std::size_t ldo = std::size_t(d.v_heads) * d.v_dim;
+  std::vector<float> s_rec(mi::model::gated_delta_state_floats(d), 0.0f), o_rec(std::size_t(T) * ldo);
+  mi::model::gated_delta_rule_recurrent<K>(pool, d, x.inputs(), T, s_rec.data(), o_rec.data(), ldo);
+  for (int C : {16, 64}) {
+    std::vector<float> s(s_rec.size(), 0.0f), o(o_rec.size());
+    std::vector<float> scratch(mi::model::gated_delta_chunked_scratch_floats(d, C, pool.size()));
+    mi::model::gated_delta_rule_chunked<K>(pool, d, x.inputs(), T, C, s.data(), o.data(), ldo, scratch.data());
+    for (float v : o) ASSERT_TRUE(std::isfinite(v));
+    EXPECT_LT(scaled_max_diff(o, o_rec), 1e-4) << "C=" << C;
+    EXPECT_LT(scaled_max_diff(s, s_rec), 1e-4) << "C=" << C;
+  }
 }
 
 // Prefill in chunks, then decode: the chunked form leaves the state exactly where decode continues from.
