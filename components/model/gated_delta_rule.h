@@ -9,7 +9,7 @@
 // in_proj rows are).
 //
 // Two forms with the same result up to f32 rounding (tests/unit/model/gated_delta_rule_test.cpp):
-//   - recurrent: one token at a time (decode); no scratch beyond the output row.
+//   - recurrent: one token at a time (decode); no scratch, one pass over the state per token.
 //   - chunked (prefill): the chunkwise-parallel form of Yang et al. 2024, "Parallelizing Linear Transformers with the
 //     Delta Rule over Sequence Length" (WY representation / UT transform), with the gates of Gated DeltaNet folded
 //     in as cumulative decays. Derivation for one chunk of L tokens starting from state S0, G_t = sum_{s<=t} g_s:
