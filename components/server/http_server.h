@@ -9,8 +9,10 @@
 // body larger than max_body_bytes, 429 too many requests waiting, 503 draining; 500 only for the server's own
 // failures. Streams are Server-Sent Events: "data: <chunk JSON>\n\n" ... "data: [DONE]\n\n"; a failure after the
 // stream started is sent as "data: {"error": {...}}\n\n" and the stream ends. Non-streamed responses are sent with
-// chunked transfer encoding once the request has finished, so that a client that goes away is noticed (the write
-// or the liveness probe fails) and its sequence freed at the next step boundary, as for streams.
+// chunked transfer encoding, with a space written every second until the JSON is ready (leading whitespace is valid
+// JSON), so that a client that goes away is noticed (a write fails) and its sequence freed at the next step
+// boundary, as for streams. The status of such a response is committed at 200: a failure of the server after that
+// point (never of the request's input, which is checked before) is sent as an error object in the body.
 #pragma once
 #include <httplib.h>
 
@@ -129,13 +131,17 @@ class HttpServer {
                                                                    " (see GET /v1/models, POST /v1/completions, "
                                                                    "POST /v1/chat/completions)"));
       } else if (status == 413) {
+        // cpp-httplib caps form-encoded bodies (curl -d without a Content-Type) at 8 KiB whatever the limit.
+        const bool form = req.get_header_value("Content-Type").find("application/x-www-form-urlencoded") != std::string::npos;
         send_error(res, ApiError(413, "invalid_request_error",
-                                 "the request body exceeds " + std::to_string(options_.max_body_bytes) + " bytes"));
+                                 form ? "a body sent as application/x-www-form-urlencoded may be at most 8192 bytes; "
+                                        "send JSON with Content-Type: application/json (curl: -H 'Content-Type: application/json')"
+                                      : "the request body exceeds " + std::to_string(options_.max_body_bytes) + " bytes"));
       } else {
         send_error(res, ApiError(status, status >= 500 ? "server_error" : "invalid_request_error",
                                  "HTTP " + std::to_string(status) + " for " + req.method + " " + req.path));
       }
-      metrics_.count_request(req.path, status);
+      metrics_.count_request("other", status);  // never the raw path: one series per route, no label injection
     });
     server_.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
       std::string what = "unknown failure";
@@ -146,7 +152,7 @@ class HttpServer {
       } catch (...) {
       }
       send_error(res, ApiError(500, "server_error", "internal error: " + what));
-      metrics_.count_request(req.path, 500);
+      metrics_.count_request("other", 500);
     });
   }
 
@@ -167,13 +173,19 @@ class HttpServer {
       p->include_usage = api.include_usage;
       p->with_logprobs = api.logprobs >= 0;
       p->token_ids = api.return_token_ids;
-      loop_.submit(std::move(prepared), p->channel);
+      ++in_flight_;  // before submit: a drain that sees the loop idle must also see this response pending
+      try {
+        loop_.submit(std::move(prepared), p->channel);
+      } catch (...) {
+        --in_flight_;
+        throw;
+      }
     } catch (const ApiError& e) {
+      if (e.status() == 429 || e.status() == 503) res.set_header("Retry-After", "1");
       send_error(res, e);
       metrics_.count_request(route, e.status());
       return;
     }
-    ++in_flight_;
     res.status = 200;
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
@@ -201,12 +213,12 @@ class HttpServer {
       return sse(chat_role_chunk(p.who, p.include_usage));
     }
     std::vector<StreamEvent> events = p.channel->take(milliseconds(200));
-    if (events.empty()) {
-      if (!sink.is_writable()) return false;
-      // An SSE comment now and then: a vanished client makes the write fail within a couple of them.
-      if (p.stream && steady_clock::now() - p.last_write > seconds(2)) return write(": keep-alive\n\n");
-      return true;
-    }
+    // Liveness: cpp-httplib 0.11's is_writable() is only a select() for writing, which a closed peer passes, so the
+    // server writes something at least every second while it waits: an SSE comment in a stream, a space before a
+    // JSON body (JSON allows leading whitespace). Once the client has gone the write fails (the first one draws the
+    // peer's reset), the response ends and the request is cancelled.
+    if (steady_clock::now() - p.last_write > seconds(1) && !write(p.stream ? ": keep-alive\n\n" : " ")) return false;
+    if (events.empty()) return sink.is_writable();
     for (StreamEvent& ev : events) {
       if (!ev.error.empty()) {
         const ApiError e(500, "server_error", ev.error);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 namespace mi::server {
 namespace {
@@ -265,6 +266,8 @@ ApiRequest parse_api_request(Endpoint endpoint, std::string_view body) {
   long long seed = 0;
   if (f.read_int("seed", seed, std::numeric_limits<long long>::min(), std::numeric_limits<long long>::max()))
     r.sampling.seed = uint64_t(seed);
+  else
+    r.sampling.seed = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();  // as OpenAI: no seed, no repeat
 
   read_stop(f, r);
   f.read_bool("ignore_eos", r.ignore_eos);

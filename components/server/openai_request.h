@@ -6,7 +6,7 @@
 // newer or vendor fields keep working; a known field this server cannot honour is refused with 400 instead, e.g.
 // n > 1, echo, best_of, logit_bias, tools, a non-text response_format):
 //   both:   model (string, required), max_tokens (int >= 1), temperature [0, 2], top_p (0, 1], top_k (int, 0 or -1
-//           = off), min_p [0, 1), repetition_penalty (> 0), seed (int), stop (string or array of up to 4 non-empty
+//           = off), min_p [0, 1), repetition_penalty (> 0), seed (int; absent: a random one), stop (string or array of up to 4 non-empty
 //           strings), n (1), stream (bool), stream_options.include_usage (bool, only with stream), ignore_eos (bool),
 //           return_token_ids (bool: each choice and stream chunk also carries its generated token ids, as vLLM's),
 //           presence_penalty / frequency_penalty (only 0), user (string, unused)

@@ -1,7 +1,7 @@
 // `ENGINE serve`: the engine behind an OpenAI-compatible HTTP API (engines generated with runtime.mode = "serve").
 //
 //   ENGINE serve --model DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME] [--threads N]
-//                [--mode precise|fast] [--max-waiting N] [--http-threads N] [--max-body-bytes N]
+//                [--mode precise|fast] [--max-waiting 64] [--http-threads N] [--max-body-bytes N]
 //
 // Prints one JSON line {"event": "listening", "host", "port", "model", ...} on standard output once the socket is
 // bound (with --port 0 the port the system chose), then serves until SIGTERM or SIGINT: new requests get 503,
@@ -39,10 +39,14 @@ struct ServeSettings {
   std::string served_model_name;  // default: the checkpoint directory's name
   int threads = 0;                // 0: the engine's compiled default
   std::string mode;               // "": the engine's compiled default
-  int max_waiting = 256;
-  int http_threads = 64;
+  int max_waiting = 64;
+  int http_threads = 0;  // 0: max_batch + max_waiting + kSpareHttpThreads
   long long max_body_bytes = 8ll << 20;
 };
+
+// HTTP threads beyond the ones requests can hold (max_batch running + max_waiting queued): /health, /metrics and the
+// 429 answers of an overloaded server always find a free thread.
+inline constexpr int kSpareHttpThreads = 8;
 
 template <ServableModel M>
 int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostream& out, std::ostream& err) {
@@ -52,7 +56,14 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
   if (s.threads < 0) usage_fail("--threads: expected an integer >= 1, got ", s.threads);
   if (s.port < 0 || s.port > 65535) usage_fail("--port: expected 0..65535 (0: any free port), got ", s.port);
   if (s.max_waiting < 1) usage_fail("--max-waiting: expected an integer >= 1, got ", s.max_waiting);
-  if (s.http_threads < 2) usage_fail("--http-threads: expected an integer >= 2, got ", s.http_threads);
+  // Every request in flight holds an HTTP thread until its response ends; with fewer threads than can be in flight,
+  // connections would queue inside the HTTP library, unseen by 429 and /metrics, and /health would stall.
+  const int needed_threads = info.max_batch + s.max_waiting + kSpareHttpThreads;
+  const int http_threads = s.http_threads > 0 ? s.http_threads : needed_threads;
+  if (http_threads < needed_threads)
+    usage_fail("--http-threads: ", s.http_threads, " is fewer than max_batch (", info.max_batch, ") + --max-waiting (",
+               s.max_waiting, ") + ", kSpareHttpThreads, " spare = ", needed_threads,
+               ": requests would queue unseen and /health stall; give at least that many, or fewer --max-waiting");
   if (s.max_body_bytes < 1024) usage_fail("--max-body-bytes: expected at least 1024, got ", s.max_body_bytes);
   std::error_code ec;
   if (!std::filesystem::is_directory(s.model_dir, ec)) usage_fail("--model: '", s.model_dir, "' is not a directory");
@@ -116,7 +127,7 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
   HttpOptions ho;
   ho.host = s.host;
   ho.port = s.port;
-  ho.http_threads = s.http_threads;
+  ho.http_threads = http_threads;
   ho.max_body_bytes = std::size_t(s.max_body_bytes);
   HttpServer<M> http(loop, context, metrics, ho);
   const int port = http.bind();
@@ -180,8 +191,8 @@ struct ServeCommand {
     cmd->add_option("--served-model-name", s->served_model_name, "the model id clients send (default: the checkpoint directory's name)");
     cmd->add_option("--threads", s->threads, "worker threads (default: the engine's)");
     cmd->add_option("--mode", s->mode, "numerics: precise or fast")->check(CLI::IsMember({"precise", "fast"}));
-    cmd->add_option("--max-waiting", s->max_waiting, "queued requests beyond which new ones get 429 (default 256)");
-    cmd->add_option("--http-threads", s->http_threads, "connections served at once (default 64)");
+    cmd->add_option("--max-waiting", s->max_waiting, "queued requests beyond which new ones get 429 (default 64)");
+    cmd->add_option("--http-threads", s->http_threads, "connections served at once (default max_batch + max-waiting + 8)");
     cmd->add_option("--max-body-bytes", s->max_body_bytes, "largest request body; larger ones get 413 (default 8 MiB)");
     return {{cmd, [s, &info, &out, &err] { return run_serve<M>(info, *s, out, err); }}};
   }

@@ -14,6 +14,27 @@ std::string number(double x) {
   return buf;
 }
 
+// A label value with \, " and newline escaped (exposition format 0.0.4).
+std::string label_value(const std::string& v) {
+  std::string out;
+  for (const char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+// A bucket bound as written in a config: 0.025, not 0.025000000000000001.
+std::string bound(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
 void header(std::string& out, const std::string& name, const char* type, const std::string& help) {
   out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
 }
@@ -39,7 +60,7 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
   uint64_t cumulative = 0;
   for (std::size_t i = 0; i <= bounds_.size(); ++i) {
     cumulative += counts_[i];
-    const std::string le = i < bounds_.size() ? number(bounds_[i]) : "+Inf";
+    const std::string le = i < bounds_.size() ? bound(bounds_[i]) : "+Inf";
     out += name + "_bucket{le=\"" + le + "\"} " + std::to_string(cumulative) + "\n";
   }
   out += name + "_sum " + number(sum_) + "\n" + name + "_count " + std::to_string(count_) + "\n";
@@ -75,7 +96,7 @@ std::string ServerMetrics::render(const LoopGauges& g) const {
   std::string out;
   header(out, "metainfer_requests_total", "counter", "HTTP requests answered, by route and status code.");
   for (const auto& [key, n] : requests_)
-    out += "metainfer_requests_total{endpoint=\"" + key.first + "\",status=\"" + std::to_string(key.second) + "\"} " +
+    out += "metainfer_requests_total{endpoint=\"" + label_value(key.first) + "\",status=\"" + std::to_string(key.second) + "\"} " +
            std::to_string(n) + "\n";
   single(out, "metainfer_prompt_tokens_total", "counter", "Prompt tokens of finished requests (cached ones included).",
          double(prompt_tokens_));

@@ -14,8 +14,8 @@
 // its own full prompt blocks are published after its prefill.
 //
 // Per request, the same sampling, incremental detokenization and stop-string handling as the offline generation
-// loop (engine/generation.h); greedy output does not depend on what else runs (forward_batch computes each row as
-// forward would; tested).
+// loop (engine/generation.h); greedy output does not depend on what else runs: decodes go through forward_batch in
+// passes of at most kBatchInvariantRows rows, whose every row the kernels compute as a lone decode would (tested).
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -50,6 +50,9 @@ concept ServableModel = engine::EngineModel<M> && requires(M m) {
   { m.kv_cache() } -> std::same_as<runtime::KvCache&>;
 };
 
+// Decode rows per forward_batch call (the kernels' batch-invariant token count, kMaxDotTokens at every level).
+inline constexpr int kBatchInvariantRows = 8;
+
 struct LoopOptions {
   runtime::SchedulerLimits limits;
   int max_waiting = 256;      // requests queued (not yet admitted) beyond which submit() answers 429
@@ -74,7 +77,9 @@ class ServingLoop {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (draining_) throw ApiError(503, "server_error", "the server is shutting down; no new requests are accepted");
-      if (int(inbox_.size()) + waiting_in_scheduler_ >= options_.max_waiting)
+      // Queued beyond the free batch slots: a request that will be admitted at the next step is not waiting.
+      const int free_slots = std::max(0, options_.limits.max_batch - gauges_.running);
+      if (int(inbox_.size()) + waiting_in_scheduler_ - free_slots >= options_.max_waiting)
         throw ApiError(429, "rate_limit_error",
                        "the server is at capacity: " + std::to_string(options_.max_waiting) +
                            " requests are already waiting; retry later");
@@ -231,7 +236,13 @@ class ServingLoop {
         seqs_.push_back(live_.at(id).sequence);
         ids_.push_back(scheduler_->status(id).output_ids.back());
       }
-      model_.forward_batch(seqs_.data(), ids_.data(), int(seqs_.size()), logits.data());
+      // Passes of at most kBatchInvariantRows rows: up to that many tokens every kernel level computes each row
+      // with the lone decode's FMAs in the same order (tests/unit/kernels/matmul_test.cpp), so a request's tokens
+      // do not depend on what else runs; a larger batch reads the weights once per pass instead of once.
+      for (std::size_t b0 = 0; b0 < seqs_.size(); b0 += kBatchInvariantRows) {
+        const std::size_t n = std::min(seqs_.size() - b0, std::size_t(kBatchInvariantRows));
+        model_.forward_batch(seqs_.data() + b0, ids_.data() + b0, int(n), logits.data() + b0 * std::size_t(vocab_));
+      }
       for (std::size_t b = 0; b < plan.decodes.size(); ++b)
         sample(plan.decodes[b], live_.at(plan.decodes[b]),
                std::span<const float>(logits.data() + b * std::size_t(vocab_), std::size_t(vocab_)));

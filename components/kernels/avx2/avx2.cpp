@@ -105,12 +105,74 @@ inline void matvec(const W* w, size_t ld, const X* x, float* y, int rows, int co
   for (; r < rows; ++r) dot_block<1>(w + size_t(r) * ld, ld, x, y + r, cols);
 }
 
+// ---- batched decode: one weight pass for up to kMaxDotTokens tokens ------------------------------------------
+// A batched decode step (one token per sequence, B <= 8) reads each weight row once for all its tokens, like the
+// avx512 levels' matmul_few_tokens. Each (token, row) output accumulates exactly as dot_block does for that token
+// alone: the same FMAs on acc0/acc1 in the same column order, the same 8-column step, the same horizontal sum and
+// scalar tail. So a row of a batched step equals the lone matvec bitwise, and a served sequence's tokens do not
+// depend on what it is batched with (tests/unit/kernels/matmul_test.cpp). 16 ymm registers hold 2*T accumulators
+// plus a weight vector, so tokens go in groups of at most kDotGroup.
+constexpr int kMaxDotTokens = 8;
+constexpr int kDotGroup = 6;
+
+template <int T, class W, class X>
+inline void dot_row_tokens(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int cols) {
+  __m256 acc0[T], acc1[T];
+  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm256_setzero_ps();
+  int c = 0;
+  for (; c + 16 <= cols; c += 16) {
+    _mm_prefetch(reinterpret_cast<const char*>(w + ld + c), _MM_HINT_T0);  // the next row's same columns
+    const __m256 w0 = load8(w + c);
+    for (int t = 0; t < T; ++t) acc0[t] = _mm256_fmadd_ps(w0, load8(x + t * ldx + c), acc0[t]);
+    const __m256 w1 = load8(w + c + 8);
+    for (int t = 0; t < T; ++t) acc1[t] = _mm256_fmadd_ps(w1, load8(x + t * ldx + c + 8), acc1[t]);
+  }
+  if (c + 8 <= cols) {
+    const __m256 w0 = load8(w + c);
+    for (int t = 0; t < T; ++t) acc0[t] = _mm256_fmadd_ps(w0, load8(x + t * ldx + c), acc0[t]);
+    c += 8;
+  }
+  for (int t = 0; t < T; ++t) {
+    float s = hsum(_mm256_add_ps(acc0[t], acc1[t]));
+    for (int k = c; k < cols; ++k) s += widen1(w[k]) * widen1(x[t * ldx + k]);  // scalar tail, as dot_block
+    y[t * ldy] = s;
+  }
+}
+
+template <class W, class X>
+inline void dot_group(int T, const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int cols) {
+  switch (T) {
+    case 1: return dot_row_tokens<1>(w, ld, x, ldx, y, ldy, cols);
+    case 2: return dot_row_tokens<2>(w, ld, x, ldx, y, ldy, cols);
+    case 3: return dot_row_tokens<3>(w, ld, x, ldx, y, ldy, cols);
+    case 4: return dot_row_tokens<4>(w, ld, x, ldx, y, ldy, cols);
+    case 5: return dot_row_tokens<5>(w, ld, x, ldx, y, ldy, cols);
+    case 6: return dot_row_tokens<6>(w, ld, x, ldx, y, ldy, cols);
+    default: break;
+  }
+}
+
+// Y[t, r] for M in [1, kMaxDotTokens] tokens: rows one at a time, the tokens in near-equal groups (8 = 4 + 4) so
+// the row's second read comes from L1.
+template <class W, class X>
+inline void matmul_few_tokens(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int M, int rows,
+                              int cols) {
+  const int groups = (M + kDotGroup - 1) / kDotGroup;
+  for (int r = 0; r < rows; ++r) {
+    const W* wr = w + size_t(r) * ld;
+    for (int g = 0, m0 = 0; g < groups; ++g) {
+      const int m1 = M * (g + 1) / groups;
+      dot_group(m1 - m0, wr, ld, x + size_t(m0) * ldx, ldx, y + size_t(m0) * ldy + r, ldy, cols);
+      m0 = m1;
+    }
+  }
+}
+
 // ---- prefill: outer-product micro-kernel 6 tokens x 16 rows (12 accumulators of the 16 ymm registers) --------
 constexpr int kNR = 16;
 constexpr int kMR = 6;
 constexpr int kKC = 256;
 constexpr int kMC = 120;
-constexpr int kMinTokensForBlocking = 3;
 
 // 8x8 transpose of 32-bit elements: t[i] lane j -> t[j] lane i.
 inline void transpose8x8(__m256 t[8]) {
@@ -226,10 +288,7 @@ inline void matmul(const W* w, size_t ld, const X* x, size_t ldx, float* y, size
       for (int r = 0; r < rows; ++r) y[size_t(m) * ldy + r] = 0.0f;
     return;
   }
-  if (M < kMinTokensForBlocking) {  // too few tokens to pay for packing: one decode pass per token
-    for (int m = 0; m < M; ++m) matvec(w, ld, x + size_t(m) * ldx, y + size_t(m) * ldy, rows, cols);
-    return;
-  }
+  if (M <= kMaxDotTokens) return matmul_few_tokens(w, ld, x, ldx, y, ldy, M, rows, cols);  // batched decode
   alignas(32) float panel[kKC * kNR];
   alignas(32) float xbuf[kMR * kKC];
   for (int m0 = 0; m0 < M; m0 += kMC) {

@@ -29,6 +29,7 @@ struct HarnessOptions {
   int chunked_prefill = 0;
   bool prefix_cache = false;
   int max_waiting = 64;
+  int kv_blocks = 0;  // the scheduler's KV budget in blocks; 0 = max_batch x max_context
   std::size_t max_body_bytes = 1u << 20;
 };
 
@@ -70,6 +71,7 @@ class Harness {
     lo.limits.max_context = o.max_context;
     lo.limits.kv_block_size = o.block;
     lo.limits.chunked_prefill = o.chunked_prefill;
+    lo.limits.kv_blocks = o.kv_blocks;
     lo.max_waiting = o.max_waiting;
     lo.prefix_cache = o.prefix_cache;
     return lo;

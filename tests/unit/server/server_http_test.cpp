@@ -57,6 +57,12 @@ TEST(ServerHttp, ModelsHealthAndUnknownRoutes) {
   const auto missing = c.Get("/v1/nothing");
   EXPECT_EQ(missing->status, 404);
   EXPECT_TRUE(Json::parse(missing->body)["error"]["message"].is_string());
+  // An unknown path is counted under one label, never as itself: no label injection, no series per path.
+  EXPECT_EQ(c.Get("/x%22%7D%0A%23evil")->status, 404);
+  const std::string metrics = c.Get("/metrics")->body;
+  EXPECT_EQ(metrics.find("\n#evil"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("metainfer_requests_total{endpoint=\"other\",status=\"404\"}"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("le=\"0.025\""), std::string::npos);
   const Json unknown_model = post(h, "/v1/completions", R"({"model": "gpt-4", "prompt": [1,2]})", 404);
   EXPECT_EQ(unknown_model["error"]["code"], "model_not_found");
 }
@@ -175,6 +181,23 @@ TEST(ServerHttp, GreedyOutputIsTheSameAloneAndAmongConcurrentRequests) {
   EXPECT_GT(h.model().max_batch_seen.load(), 1);  // decodes really went through forward_batch together
 }
 
+// More running requests than the kernels' batch-invariant row count: decodes go in passes of at most 8 rows.
+TEST(ServerHttp, LargeBatchesDecodeInBatchInvariantPasses) {
+  HarnessOptions o;
+  o.max_batch = 16;
+  Harness h(o);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 12; ++i) prompts.push_back(prompt_of(4 + i, 20 + i));
+  std::vector<std::future<std::string>> together;
+  for (int i = 0; i < 12; ++i)
+    together.push_back(std::async(std::launch::async, [&, i] {
+      return post(h, "/v1/completions", R"({"model": "fake", "temperature": 0, "max_tokens": 40, "prompt": )" +
+                                            ids_json(prompts[i]) + "}")["choices"][0]["text"].get<std::string>();
+    }));
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(together[i].get(), h.text_of(FakeModel::expected(prompts[i], 40)));
+  EXPECT_LE(h.model().max_batch_seen.load(), kBatchInvariantRows);
+}
+
 TEST(ServerHttp, ChunkedPrefillGivesTheSameOutput) {
   HarnessOptions o;
   o.chunked_prefill = 3;
@@ -224,6 +247,64 @@ TEST(ServerHttp, MoreRequestsThanKvBlocksWaitAndAllFinishCorrectly) {
     }));
   for (int i = 0; i < 6; ++i) EXPECT_EQ(rs[i].get()["choices"][0]["text"], h.text_of(FakeModel::expected(prompts[i], 40)));
   EXPECT_LE(h.model().max_batch_seen.load(), 2);
+  EXPECT_EQ(h.model().kv_cache().free_blocks(), h.model().kv_cache().total_blocks());
+}
+
+// KV blocks, not batch slots, are the limit here: 20 blocks of 4 positions hold one request's budget of 60
+// positions (15 blocks) but not two, so the others wait for blocks although max_batch is 4, and finish correctly.
+TEST(ServerHttp, RequestsWaitForKvBlocksWhenThePoolIsShort) {
+  HarnessOptions o;
+  o.max_batch = 4;
+  o.max_context = 64;
+  o.block = 4;
+  o.kv_blocks = 20;
+  Harness h(o);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 4; ++i) prompts.push_back(prompt_of(20, 30 + i));
+  std::vector<std::future<Json>> rs;
+  for (int i = 0; i < 4; ++i)
+    rs.push_back(std::async(std::launch::async, [&, i] {
+      return post(h, "/v1/completions", R"({"model": "fake", "temperature": 0, "max_tokens": 40, "prompt": )" + ids_json(prompts[i]) + "}");
+    }));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(rs[i].get()["choices"][0]["text"], h.text_of(FakeModel::expected(prompts[i], 40)));
+  EXPECT_EQ(h.model().max_batch_seen.load(), 1);  // never two decoding at once
+  EXPECT_EQ(h.model().kv_cache().free_blocks(), h.model().kv_cache().total_blocks());
+}
+
+// A client that goes away: raw sockets, so the test controls exactly when it hangs up.
+int connect_and_post(int port, const std::string& body) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(uint16_t(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return -1;
+  const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  if (::write(fd, request.data(), request.size()) != ssize_t(request.size())) return -1;
+  return fd;
+}
+
+bool wait_until_idle(Harness& h, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while ((h.loop().gauges().running > 0 || h.loop().gauges().kv_blocks_used > 0) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return h.loop().gauges().running == 0 && h.loop().gauges().kv_blocks_used == 0;
+}
+
+// A non-streamed request is answered only at its end; a client that hangs up before is noticed by the whitespace
+// the server writes every second, and its sequence freed long before its 90000 tokens.
+TEST(ServerHttp, ADisconnectedNonStreamedRequestFreesItsSequence) {
+  HarnessOptions o;
+  o.max_context = 100000;
+  o.max_batch = 2;
+  Harness h(o);
+  const int fd = connect_and_post(h.port(), R"({"model": "fake", "max_tokens": 90000, "ignore_eos": true, "prompt": [1,2,3]})");
+  ASSERT_GE(fd, 0);
+  for (int i = 0; i < 1000 && h.loop().gauges().running < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(h.loop().gauges().running, 1);
+  ::close(fd);
+  EXPECT_TRUE(wait_until_idle(h, 15));
   EXPECT_EQ(h.model().kv_cache().free_blocks(), h.model().kv_cache().total_blocks());
 }
 

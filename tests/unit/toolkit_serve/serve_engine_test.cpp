@@ -22,7 +22,7 @@ using mi_test::metainfer;
 using nlohmann::json;
 
 class ServeEngine : public ::testing::Test {
- protected:
+ public:
   static void SetUpTestSuite() {
     dir_ = new mi_test::TempDir("serve");
     const auto s = metainfer({"synth-model", "--family", "qwen3", "--preset", "tiny", "--seed", "3", "-o", model().string(),
@@ -88,74 +88,100 @@ class ServeEngine : public ::testing::Test {
   static inline mi_test::TempDir* dir_ = nullptr;
   static inline mi_test::ServerProcess* server_ = nullptr;
   static inline std::string binary_;
+
+  // The checks, run in order by the one test below.
+  static void ReportsWhatItServes() {
+    EXPECT_EQ(server_->ready()["event"], "listening");
+    EXPECT_EQ(server_->ready()["max_batch"], 8);
+    EXPECT_EQ(server_->ready()["prefix_cache"], true);
+    EXPECT_EQ(server_->ready()["chat"], true);
+    httplib::Client c = client(server_->port());
+    EXPECT_EQ(json::parse(c.Get("/v1/models")->body)["data"][0]["id"], "qwen3-tiny");
+    const std::string metrics = c.Get("/metrics")->body;
+    for (const char* name : {"metainfer_requests_running", "metainfer_kv_cache_usage_ratio", "metainfer_prefix_cache_hit_rate",
+                             "metainfer_time_to_first_token_seconds_bucket", "metainfer_time_per_output_token_seconds_count"})
+      EXPECT_NE(metrics.find(name), std::string::npos) << name;
+  }
+
+  static void GreedyTokensAreTheOfflineEnginesAloneAndConcurrently() {
+    std::vector<std::vector<int32_t>> prompts;
+    for (int i = 0; i < 8; ++i) prompts.push_back(prompt(3 + 11 * i, i));  // 3..80 tokens: one to six prefill chunks
+    std::vector<std::vector<int32_t>> expected;
+    for (const auto& p : prompts) expected.push_back(offline_ids(p, 20));
+    for (std::size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(served_ids(prompts[i], 20), expected[i]) << "alone, prompt " << i;
+    std::vector<std::future<std::vector<int32_t>>> together;
+    for (const auto& p : prompts) together.push_back(std::async(std::launch::async, [p] { return served_ids(p, 20); }));
+    for (std::size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(together[i].get(), expected[i]) << "concurrent, prompt " << i;
+  }
+
+  static void SharedPromptPrefixIsServedFromTheCache() {
+    std::vector<int32_t> shared = prompt(64, 42);
+    std::vector<int32_t> a = shared, b = shared;
+    a.push_back(7);
+    b.push_back(9);
+    json ra, rb;
+    const std::vector<int32_t> ids_a = served_ids(a, 8, &ra);
+    const std::vector<int32_t> ids_b = served_ids(b, 8, &rb);
+    EXPECT_EQ(rb["usage"]["prompt_tokens_details"]["cached_tokens"], 64);
+    EXPECT_EQ(ids_b, offline_ids(b, 8));
+    EXPECT_EQ(ids_a, offline_ids(a, 8));
+  }
+
+  static void OfficialOpenAiSdkSpeaksToItUnchanged() {
+    const fs::path sdk = fs::path(METAINFER_SOURCE_DIR) / ".cache" / "node_modules" / "openai";
+    ASSERT_TRUE(fs::exists(sdk / "package.json")) << sdk << " is missing: run ./setup.sh (it installs the pinned npm openai)";
+    const auto r = mi::process::run({"node", (fs::path(METAINFER_SOURCE_DIR) / "tests/unit/toolkit_serve/openai_sdk_client.cjs").string(),
+                                     sdk.string(), "http://127.0.0.1:" + std::to_string(server_->port()) + "/v1", "qwen3-tiny"},
+                                    {.timeout_s = 300});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const json seen = mi_test::last_json_line(r.out);
+    EXPECT_EQ(seen["chat"], seen["streamed"]);
+  }
+
+  static void SigtermDrainsTheRequestsInFlightThenExits() {
+    mi_test::ServerProcess s({binary_, "serve", "--model", model().string(), "--port", "0"}, (*dir_ / "drain.err").string());
+    auto running = std::async(std::launch::async, [&] {
+      return post(s.port(), "/v1/completions", {{"model", "qwen3-tiny"}, {"prompt", prompt(8, 1)}, {"max_tokens", 500},
+                                                {"temperature", 0}, {"ignore_eos", true}});
+    });
+    // Wait until it runs, then ask the server to stop.
+    httplib::Client c = client(s.port());
+    for (int i = 0; i < 500; ++i) {
+      const auto m = c.Get("/metrics");
+      if (m && m->body.find("metainfer_requests_running 1") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::kill(s.pid(), SIGTERM);
+    const json done = running.get();
+    EXPECT_EQ(done["usage"]["completion_tokens"], 500);
+    EXPECT_EQ(done["choices"][0]["finish_reason"], "length");
+    EXPECT_EQ(s.wait(60), 0);
+  }
 };
 
-TEST_F(ServeEngine, ReportsWhatItServes) {
-  EXPECT_EQ(server_->ready()["event"], "listening");
-  EXPECT_EQ(server_->ready()["max_batch"], 8);
-  EXPECT_EQ(server_->ready()["prefix_cache"], true);
-  EXPECT_EQ(server_->ready()["chat"], true);
-  httplib::Client c = client(server_->port());
-  EXPECT_EQ(json::parse(c.Get("/v1/models")->body)["data"][0]["id"], "qwen3-tiny");
-  const std::string metrics = c.Get("/metrics")->body;
-  for (const char* name : {"metainfer_requests_running", "metainfer_kv_cache_usage_ratio", "metainfer_prefix_cache_hit_rate",
-                           "metainfer_time_to_first_token_seconds_bucket", "metainfer_time_per_output_token_seconds_count"})
-    EXPECT_NE(metrics.find(name), std::string::npos) << name;
-}
-
-TEST_F(ServeEngine, GreedyTokensAreTheOfflineEnginesAloneAndConcurrently) {
-  std::vector<std::vector<int32_t>> prompts;
-  for (int i = 0; i < 8; ++i) prompts.push_back(prompt(3 + 11 * i, i));  // 3..80 tokens: one to six prefill chunks
-  std::vector<std::vector<int32_t>> expected;
-  for (const auto& p : prompts) expected.push_back(offline_ids(p, 20));
-  for (std::size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(served_ids(prompts[i], 20), expected[i]) << "alone, prompt " << i;
-  std::vector<std::future<std::vector<int32_t>>> together;
-  for (const auto& p : prompts) together.push_back(std::async(std::launch::async, [p] { return served_ids(p, 20); }));
-  for (std::size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(together[i].get(), expected[i]) << "concurrent, prompt " << i;
-}
-
-TEST_F(ServeEngine, SharedPromptPrefixIsServedFromTheCache) {
-  std::vector<int32_t> shared = prompt(64, 42);
-  std::vector<int32_t> a = shared, b = shared;
-  a.push_back(7);
-  b.push_back(9);
-  json ra, rb;
-  const std::vector<int32_t> ids_a = served_ids(a, 8, &ra);
-  const std::vector<int32_t> ids_b = served_ids(b, 8, &rb);
-  EXPECT_EQ(rb["usage"]["prompt_tokens_details"]["cached_tokens"], 64);
-  EXPECT_EQ(ids_b, offline_ids(b, 8));
-  EXPECT_EQ(ids_a, offline_ids(a, 8));
-}
-
-TEST_F(ServeEngine, OfficialOpenAiSdkSpeaksToItUnchanged) {
-  const fs::path sdk = fs::path(METAINFER_SOURCE_DIR) / ".cache" / "node_modules" / "openai";
-  ASSERT_TRUE(fs::exists(sdk / "package.json")) << sdk << " is missing: run ./setup.sh (it installs the pinned npm openai)";
-  const auto r = mi::process::run({"node", (fs::path(METAINFER_SOURCE_DIR) / "tests/unit/toolkit_serve/openai_sdk_client.cjs").string(),
-                                   sdk.string(), "http://127.0.0.1:" + std::to_string(server_->port()) + "/v1", "qwen3-tiny"},
-                                  {.timeout_s = 300});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const json seen = mi_test::last_json_line(r.out);
-  EXPECT_EQ(seen["chat"], seen["streamed"]);
-}
-
-TEST_F(ServeEngine, SigtermDrainsTheRequestsInFlightThenExits) {
-  mi_test::ServerProcess s({binary_, "serve", "--model", model().string(), "--port", "0"}, (*dir_ / "drain.err").string());
-  auto running = std::async(std::launch::async, [&] {
-    return post(s.port(), "/v1/completions", {{"model", "qwen3-tiny"}, {"prompt", prompt(8, 1)}, {"max_tokens", 500},
-                                              {"temperature", 0}, {"ignore_eos", true}});
-  });
-  // Wait until it runs, then ask the server to stop.
-  httplib::Client c = client(s.port());
-  for (int i = 0; i < 500; ++i) {
-    const auto m = c.Get("/metrics");
-    if (m && m->body.find("metainfer_requests_running 1") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+// One test, so that the engine is generated and verified once (CTest runs every discovered test in its own process,
+// and each would repeat SetUpTestSuite).
+TEST_F(ServeEngine, EndToEnd) {
+  {
+    SCOPED_TRACE("reports what it serves");
+    ReportsWhatItServes();
   }
-  ::kill(s.pid(), SIGTERM);
-  const json done = running.get();
-  EXPECT_EQ(done["usage"]["completion_tokens"], 500);
-  EXPECT_EQ(done["choices"][0]["finish_reason"], "length");
-  EXPECT_EQ(s.wait(60), 0);
+  {
+    SCOPED_TRACE("greedy tokens alone and concurrently");
+    GreedyTokensAreTheOfflineEnginesAloneAndConcurrently();
+  }
+  {
+    SCOPED_TRACE("prefix cache");
+    SharedPromptPrefixIsServedFromTheCache();
+  }
+  {
+    SCOPED_TRACE("official OpenAI SDK");
+    OfficialOpenAiSdkSpeaksToItUnchanged();
+  }
+  {
+    SCOPED_TRACE("SIGTERM drain");
+    SigtermDrainsTheRequestsInFlightThenExits();
+  }
 }
 
 }  // namespace
