@@ -148,12 +148,11 @@ TEST(Plan, Qwen35ConditionalGenerationRoutesToTheTextFamily) {
                      {"tie_word_embeddings", false}, {"text_config", text}};
   mi_test::write_text(dir / "config.json", root.dump(2));
   const auto store = mi::io::WeightStore::open(golden("qwen3_5-tiny"));
-  std::vector<std::string> names;
   std::vector<mi::io::TensorToWrite> tensors;
   for (const auto& n : store.names()) {
     const auto& t = store.get(n);
-    names.push_back(n.starts_with("model.") ? "model.language_model." + n.substr(6) : n);
-    tensors.push_back({names.back(), t.dtype, t.shape, t.data, t.nbytes});
+    tensors.push_back({n.starts_with("model.") ? "model.language_model." + n.substr(6) : n, t.dtype, t.shape, t.data,
+                       t.nbytes});
   }
   const auto& any = store.get("model.norm.weight");
   tensors.push_back({"model.visual.merger.norm.weight", any.dtype, any.shape, any.data, any.nbytes});
