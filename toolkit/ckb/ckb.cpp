@@ -200,11 +200,20 @@ Family read_family(const fs::path& file) {
   f.requires_contracts = r.strings("requires", true);
   if (const toml::table* fwd = r.subtable("forward", true)) {
     TomlReader fr = r.sub("forward", *fwd);
-    f.forward_layer = fr.strings("layer", true);
+    f.forward_layer = fr.strings("layer", !root.contains("layer_kinds"));
     f.forward_final = fr.strings("final", true);
   }
+  f.features = r.strings("features");
+  r.each_table("layer_kinds", [&](const TomlReader& t) {
+    f.layer_kinds.push_back({t.str("id"), t.str("layer_type"), t.str("role"), t.str_or("summary", ""),
+                             t.strings("requires"), t.strings("forward", true)});
+  });
+  r.each_table("name_maps", [&](const TomlReader& t) {
+    f.name_maps.push_back({t.str("architecture"), t.str("prefix"), t.str("replacement"), t.strings("ignore")});
+  });
   r.each_table("weights", [&](const TomlReader& t) {
-    f.weights.push_back({t.str("name"), t.strings("shape", true), t.str("contract"), t.str_or("when", "")});
+    f.weights.push_back({t.str("name"), t.strings("shape", true), t.str("contract"), t.str_or("when", ""),
+                         t.str_or("kind", ""), t.str_or("norm", "")});
   }, true);
   if (const toml::table* presets = r.subtable("presets")) {
     for (const auto& [name, node] : *presets) {
@@ -373,6 +382,16 @@ const Family* Ckb::find_family_by_architecture(const std::string& architecture) 
 const Family* Ckb::find_family(const std::string& id) const {
   for (const auto& f : families)
     if (f.id == id) return &f;
+  return nullptr;
+}
+const LayerKind* Family::find_layer_kind(const std::string& kind_id) const {
+  for (const auto& k : layer_kinds)
+    if (k.id == kind_id) return &k;
+  return nullptr;
+}
+const NameMap* Family::name_map_for(const std::string& architecture) const {
+  for (const auto& m : name_maps)
+    if (m.architecture == architecture) return &m;
   return nullptr;
 }
 const Platform* Ckb::find_platform(const std::string& id) const {

@@ -33,10 +33,33 @@ struct Contract {
 };
 
 struct WeightDecl {
-  std::string name;                // may contain {L}
-  std::vector<std::string> shape;  // config expressions: "hidden_size", "num_attention_heads*head_dim", or integers
+  std::string name;                // may contain {L} (layer) and {E} (expert, 0 .. num_experts-1)
+  std::vector<std::string> shape;  // config expressions: sums of products of config terms and integers,
+                                   // e.g. "hidden_size", "num_attention_heads*head_dim", "2*a*b+c*d"
   std::string contract;
   std::string when;                // "", "tied", "untied"
+  std::string kind;                // "" = every layer; else a layer-kind id: {L} runs over that kind's layers only
+  std::string norm;                // norm weights: "w" (y = w * x / rms) or "1+w" (zero-centred); "" = not a norm
+};
+
+// A kind of layer (or of layer part) the family mixes, as data: which layers it occupies (the config.json
+// layer_types value it matches, "*" = every layer), the contracts that implement it and its forward steps in order.
+// Families whose layers are all alike may declare none and use [forward].layer instead.
+struct LayerKind {
+  std::string id;                    // e.g. "gated_deltanet", "gated_attention", "moe_mlp"
+  std::string layer_type;            // layer_types value, or "*"
+  std::string role;                  // "mixer" (token mixing) | "mlp" (channel mixing)
+  std::string summary;
+  std::vector<std::string> requires_contracts;
+  std::vector<std::string> forward;  // steps (lint: known component steps, each naming its contract)
+};
+
+// A checkpoint layout of the same family under another architecture name (e.g. a multimodal wrapper whose text
+// tower is this family): weight names starting with `prefix` are stored under `replacement` instead; tensors
+// matching an `ignore` glob (another tower) are not the family's and are not loaded.
+struct NameMap {
+  std::string architecture, prefix, replacement;
+  std::vector<std::string> ignore;
 };
 
 struct Family {
@@ -50,7 +73,16 @@ struct Family {
   std::map<std::string, std::string> architecture;                 // norm, qk_norm, rope, attention, mlp, ...
   std::vector<std::string> requires_contracts;
   std::vector<std::string> forward_layer, forward_final;
+  std::vector<LayerKind> layer_kinds;  // empty: every layer is [forward].layer
+  // Signal ids (ckb/signals) whose feature this family's knowledge and components handle: such a signal firing on
+  // the family's checkpoint is no gap when its missing_contract is implemented and required by the family.
+  std::vector<std::string> features;
+  std::vector<NameMap> name_maps;
   std::vector<WeightDecl> weights;
+
+  const LayerKind* find_layer_kind(const std::string& id) const;
+  // The name map of `architecture`, or nullptr when the checkpoint uses the declared names.
+  const NameMap* name_map_for(const std::string& architecture) const;
   std::map<std::string, std::map<std::string, std::string>> presets;  // preset -> key -> value (TOML text)
   std::map<std::string, std::string> preset_defaults;
 };

@@ -23,13 +23,22 @@ struct ExpectedTensor {
 // (head_dim = hidden_size / num_attention_heads, num_key_value_heads = num_attention_heads). nullopt if absent.
 std::optional<int64_t> config_term(const nlohmann::json& text_config, const std::string& term);
 
-// "num_attention_heads*head_dim" or "128" -> value. Throws mi::Error naming `context` if a term is missing.
+// "num_attention_heads*head_dim", "2*a*b+c*d" or "128" -> value (a sum of products of config terms and integers).
+// Throws mi::Error naming `context` if a term is missing.
 int64_t eval_shape_expr(const std::string& expr, const nlohmann::json& text_config, const std::string& context);
 
 // Every weight the family requires for this config (tied: no "untied" entries; untied: no "tied" entries).
-std::vector<ExpectedTensor> expected_weights(const Family& family, const nlohmann::json& text_config, bool tied);
+// {L} runs over all layers, or, for a weight of a layer kind, over the layers whose config layer_types value is the
+// kind's; {E} runs over num_experts. Names are as stored under `architecture` (the family's name map, if any).
+std::vector<ExpectedTensor> expected_weights(const Family& family, const nlohmann::json& text_config, bool tied,
+                                             const std::string& architecture = "");
 
-// Whether the checkpoint tensor `name` matches any declaration of the family (either head variant).
-bool family_declares(const Family& family, const std::string& name);
+// Whether the checkpoint tensor `name` matches any declaration of the family (either head variant), {L} and {E}
+// matching any index, names as stored under `architecture`. A tensor the name map ignores counts as declared.
+bool family_declares(const Family& family, const std::string& name, const std::string& architecture = "");
+
+// The layer indices of a layer kind for this config: every layer for layer_type "*", else those whose
+// layer_types entry equals it. Throws mi::Error if layer_types is needed and absent or of the wrong length.
+std::vector<int> layers_of_kind(const LayerKind& kind, const nlohmann::json& text_config, const std::string& context);
 
 }  // namespace mi::ckb

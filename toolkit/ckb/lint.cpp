@@ -116,8 +116,12 @@ class Linter {
   }
 
   void check_shape_expr(const Family& f, const std::string& field, const std::string& expr) {
-    std::stringstream ss(expr);
     std::string term;
+    std::string products = expr;
+    std::replace(products.begin(), products.end(), '+', '*');  // sums of products: every term is still between
+    if (!expr.empty() && (expr.back() == '+' || expr.back() == '*'))
+      error(f.source, field, "malformed shape expression '" + expr + "'");
+    std::stringstream ss(products);
     while (std::getline(ss, term, '*')) {
       if (term.empty()) {
         error(f.source, field, "malformed shape expression '" + expr + "'");
@@ -150,7 +154,16 @@ class Linter {
           check_shape_expr(f, field + ".shape[" + std::to_string(j) + "]", w.shape[j]);
         if (!w.when.empty() && w.when != "tied" && w.when != "untied")
           error(f.source, field + ".when", "expected \"tied\" or \"untied\", got \"" + w.when + "\"");
+        if (!w.kind.empty() && !f.find_layer_kind(w.kind))
+          error(f.source, field + ".kind", "weight '" + w.name + "' names undeclared layer kind '" + w.kind + "'");
+        if (!w.kind.empty() && w.name.find("{L}") == std::string::npos)
+          error(f.source, field + ".kind", "weight '" + w.name + "' belongs to a layer kind but has no {L} index");
+        if (!w.norm.empty() && w.norm != "w" && w.norm != "1+w")
+          error(f.source, field + ".norm", "expected \"w\" or \"1+w\", got \"" + w.norm + "\"");
+        if (!w.norm.empty() && w.shape.size() != 1)
+          error(f.source, field + ".norm", "weight '" + w.name + "' is a norm weight but not 1-D");
       }
+      check_layer_kinds(f);
       // An ignored config field must not be one the family constrains or sizes anything by.
       for (std::size_t i = 0; i < f.config_ignored.size(); ++i) {
         const std::string& key = f.config_ignored[i];
@@ -165,6 +178,65 @@ class Linter {
       for (std::size_t i = 0; i < f.forward_final.size(); ++i)
         if (!contains(known_forward_steps(), f.forward_final[i]))
           error(f.source, "forward.final[" + std::to_string(i) + "]", "unknown forward step '" + f.forward_final[i] + "'");
+    }
+  }
+
+  void check_layer_kinds(const Family& f) {
+    if (!f.layer_kinds.empty() && !f.forward_layer.empty())
+      error(f.source, "forward.layer", "a family declares [forward].layer or [[layer_kinds]], not both");
+    std::set<std::string> ids;
+    for (std::size_t i = 0; i < f.layer_kinds.size(); ++i) {
+      const auto& k = f.layer_kinds[i];
+      const std::string field = "layer_kinds[" + std::to_string(i) + "]";
+      if (!ids.insert(k.id).second) error(f.source, field + ".id", "duplicate layer kind '" + k.id + "'");
+      if (k.role != "mixer" && k.role != "mlp")
+        error(f.source, field + ".role", "expected \"mixer\" or \"mlp\", got \"" + k.role + "\"");
+      if (k.layer_type.empty()) error(f.source, field + ".layer_type", "empty (a layer_types value, or \"*\")");
+      if (k.forward.empty()) error(f.source, field + ".forward", "layer kind '" + k.id + "' has no forward steps");
+      for (std::size_t j = 0; j < k.requires_contracts.size(); ++j)
+        if (!contains(f.requires_contracts, k.requires_contracts[j]))
+          error(f.source, field + ".requires[" + std::to_string(j) + "]",
+                "contract '" + k.requires_contracts[j] + "' is not in the family's requires");
+      for (std::size_t j = 0; j < k.forward.size(); ++j) {
+        const std::string contract = component_step_contract(k.forward[j]);
+        const std::string sf = field + ".forward[" + std::to_string(j) + "]";
+        if (contract.empty()) error(f.source, sf, "unknown component step '" + k.forward[j] + "'");
+        else if (!contains(f.requires_contracts, contract))
+          error(f.source, sf, "step '" + k.forward[j] + "' is implemented by contract '" + contract +
+                                  "', which the family does not require");
+      }
+    }
+    // Every layer_types value the family allows has exactly one mixer kind (or a "*" mixer covers all).
+    if (!f.layer_kinds.empty()) {
+      const auto allowed = f.config_allowed.find("layer_types");
+      if (allowed == f.config_allowed.end())
+        error(f.source, "config.layer_types", "a family with layer kinds lists the layer_types values it covers");
+      else
+        for (const auto& v : allowed->second) {
+          int mixers = 0;
+          for (const auto& k : f.layer_kinds)
+            if (k.role == "mixer" && (k.layer_type == "*" || "\"" + k.layer_type + "\"" == v)) ++mixers;
+          if (mixers != 1)
+            error(f.source, "config.layer_types", "layer_types value " + v + " has " + std::to_string(mixers) +
+                                                      " mixer layer kinds (expected exactly one)");
+        }
+    }
+    for (std::size_t i = 0; i < f.features.size(); ++i) {
+      const Signal* signal = nullptr;
+      for (const auto& s : ckb_.signals)
+        if (s.id == f.features[i]) signal = &s;
+      const std::string field = "features[" + std::to_string(i) + "]";
+      if (!signal) error(f.source, field, "dangling reference to signal '" + f.features[i] + "'");
+      else if (!contains(f.requires_contracts, signal->missing_contract))
+        error(f.source, field, "signal '" + signal->id + "' needs contract '" + signal->missing_contract +
+                                   "', which the family does not require");
+    }
+    for (std::size_t i = 0; i < f.name_maps.size(); ++i) {
+      const auto& m = f.name_maps[i];
+      const std::string field = "name_maps[" + std::to_string(i) + "]";
+      if (!contains(f.architectures, m.architecture))
+        error(f.source, field + ".architecture", "'" + m.architecture + "' is not one of the family's architectures");
+      if (m.prefix.empty()) error(f.source, field + ".prefix", "empty prefix");
     }
   }
 
@@ -272,10 +344,40 @@ const std::vector<std::string>& known_forward_steps() {
   return steps;
 }
 
+const std::vector<std::pair<std::string, std::string>>& known_component_steps() {
+  static const std::vector<std::pair<std::string, std::string>> steps = {
+      // the dense steps the generator emits
+      {"input_norm", "rmsnorm"}, {"qkv_proj", "gqa_attention"}, {"qk_norm", "rmsnorm"}, {"rope", "rotary_embedding"},
+      {"attention", "gqa_attention"}, {"o_proj", "gqa_attention"}, {"residual_add", "kernels"},
+      {"post_attention_norm", "rmsnorm"}, {"swiglu_mlp", "swiglu_mlp"}, {"final_norm", "rmsnorm"},
+      {"lm_head", "lm_head"},
+      // output-gated full attention (q_proj rows: per head, query then gate)
+      {"qg_proj", "gated_attention"}, {"split_query_gate", "gated_attention"}, {"kv_proj", "gqa_attention"},
+      {"partial_rope", "rotary_embedding"}, {"output_gate", "gated_attention"},
+      // Gated DeltaNet linear attention
+      {"gdn_in_proj", "gated_delta_rule"}, {"causal_conv1d", "conv1d_state"}, {"gdn_gates", "gated_delta_rule"},
+      {"l2norm_qk", "gated_delta_rule"}, {"gated_delta_rule", "gated_delta_rule"},
+      {"rms_norm_gated", "rms_norm_gated"}, {"gdn_out_proj", "gated_delta_rule"},
+      // sparse mixture of experts
+      {"moe_router", "moe_mlp"}, {"moe_experts", "moe_mlp"}, {"shared_expert", "moe_mlp"}};
+  return steps;
+}
+
+std::string component_step_contract(const std::string& step) {
+  for (const auto& [s, contract] : known_component_steps())
+    if (s == step) return contract;
+  return "";
+}
+
 const std::vector<std::string>& known_shape_terms() {
-  static const std::vector<std::string> terms = {"vocab_size", "hidden_size", "intermediate_size",
-                                                 "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-                                                 "head_dim"};
+  static const std::vector<std::string> terms = {
+      "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+      "num_key_value_heads", "head_dim",
+      // Gated DeltaNet
+      "linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads", "linear_value_head_dim",
+      "linear_conv_kernel_dim",
+      // mixture of experts
+      "num_experts", "moe_intermediate_size", "shared_expert_intermediate_size"};
   return terms;
 }
 

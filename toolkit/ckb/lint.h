@@ -21,7 +21,11 @@ struct Finding {
 //    implemented contract each test reference resolves (file exists and holds a matching TEST/TEST_F/TEST_P);
 //    a planned contract's missing test is a warning.
 //  - families: every declared weight maps to an existing contract, its shape expressions use known config terms;
-//    requires names existing contracts; forward steps are known generator steps; ids unique.
+//    requires names existing contracts; forward steps are known generator steps; ids unique. Layer kinds: unique
+//    ids, role mixer|mlp, forward steps known component steps whose contracts the family requires, a mixer kind for
+//    every allowed layer_types value; a weight's kind names a declared kind and the weight has {L}; norm is w|1+w on
+//    a 1-D weight; features name signals whose missing contract the family requires; name maps name one of the
+//    family's architectures. A family declares [forward].layer or layer kinds, not both.
 //  - platforms: kernel_level is a known level; requires lists known CPU features.
 //  - signals: missing_contract named; condition kinds known.
 //  - experience: every entry links at least one guarding test and it resolves; applies_to names are known.
@@ -34,6 +38,11 @@ bool test_ref_resolves(const TestRef& ref, const std::filesystem::path& repo_roo
 
 // The generator's vocabulary of forward steps (toolkit/generator); lint checks families against it.
 const std::vector<std::string>& known_forward_steps();
+// The component steps a layer kind's forward may use, each with the contract that implements it (a superset of the
+// generator's steps: what the components can do, not what the generator emits).
+const std::vector<std::pair<std::string, std::string>>& known_component_steps();
+// The contract implementing a component step ("" if the step is unknown).
+std::string component_step_contract(const std::string& step);
 // The config terms a weight shape expression may use.
 const std::vector<std::string>& known_shape_terms();
 

@@ -9,6 +9,7 @@
 
 #include "ckb/family_weights.h"
 #include "ckb/glob.h"
+#include "ckb/lint.h"
 #include "common/bf16.h"
 #include "common/error.h"
 #include "common/json_file.h"
@@ -224,7 +225,65 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
   }
 
   // ---- layer kinds -------------------------------------------------------------------------------------------------
-  if (const json* lt = lookup(text, root, "layer_types"); lt && lt->is_array()) {
+  const json* layer_types = lookup(text, root, "layer_types");
+  std::map<std::string, std::vector<int>> layers_by_type;  // layer_types value -> layer indices
+  if (layer_types && layer_types->is_array())
+    for (std::size_t i = 0; i < layer_types->size(); ++i)
+      if ((*layer_types)[i].is_string()) layers_by_type[(*layer_types)[i].get<std::string>()].push_back(int(i));
+  auto layer_list = [](const std::vector<int>& layers) {
+    std::string list;
+    for (int l : layers) list += (list.empty() ? "" : ",") + std::to_string(l);
+    return list;
+  };
+  if (family && !family->layer_kinds.empty()) {
+    // The family declares its layer kinds as data: a layer_types value no mixer kind matches is a gap, and every
+    // kind the checkpoint uses needs an emitter. The generator emits one uniform dense layer ([forward].layer,
+    // steps known_forward_steps()): a kind with other steps has no emitter, and no family mixing kinds can be
+    // emitted until the generator reads layer kinds.
+    for (const auto& [type, layers] : layers_by_type) {
+      bool matched = false;
+      for (const auto& k : family->layer_kinds) matched = matched || (k.role == "mixer" && (k.layer_type == "*" || k.layer_type == type));
+      if (!matched)
+        plan.gaps.push_back({"layer_kind", type,
+                             "layer kind '" + type + "' (layers " + layer_list(layers) + ") has no layer-kind entry in family " + family->id,
+                             "a [[layer_kinds]] entry in ckb/families/" + family->id + ".toml and its components",
+                             {"config layer_types"}});
+    }
+    const int64_t n_layers = plan.dims.value("num_hidden_layers", int64_t(0));
+    int used_kinds = 0;
+    for (const auto& k : family->layer_kinds) {
+      std::vector<int> layers;
+      if (k.layer_type == "*") {
+        for (int64_t l = 0; l < n_layers; ++l) layers.push_back(int(l));
+      } else if (auto it = layers_by_type.find(k.layer_type); it != layers_by_type.end()) {
+        layers = it->second;
+      }
+      if (layers.empty()) continue;
+      ++used_kinds;
+      std::vector<std::string> missing;
+      for (const auto& step : k.forward)
+        if (!has(ckb::known_forward_steps(), step)) missing.push_back(step);
+      if (missing.empty()) continue;
+      std::string steps, contracts;
+      for (const auto& step : missing) {
+        steps += (steps.empty() ? "" : ", ") + step;
+        const std::string c = ckb::component_step_contract(step);
+        if (!c.empty() && contracts.find(c) == std::string::npos) contracts += (contracts.empty() ? "" : ", ") + c;
+      }
+      plan.gaps.push_back({"layer_kind", k.id,
+                           "the generator has no emitter for layer kind " + k.id + " (" + k.role + ", layers " +
+                               layer_list(layers) + "): steps " + steps + " are components (contracts " + contracts +
+                               ") the generator cannot write out",
+                           "an emitter for layer kind " + k.id + " in toolkit/generator (the components and contracts exist)",
+                           {k.layer_type == "*" ? "every layer" : "config layer_types = " + k.layer_type}});
+    }
+    if (used_kinds > 0)
+      plan.gaps.push_back({"layer_kind", "mixed_layer_kinds",
+                           "family " + family->id + " declares its layers as layer kinds; the generator emits one "
+                           "uniform layer from [forward].layer and reads no layer kinds or per-layer pattern",
+                           "a generator that assembles the model from the family's [[layer_kinds]] and layer_types",
+                           {"ckb/families/" + family->id + ".toml [[layer_kinds]]"}});
+  } else if (!layers_by_type.empty()) {
     std::set<std::string> covered_kinds;
     for (const auto& f : ckb.families) {
       if (family && &f != family) continue;
@@ -232,15 +291,10 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
       if (it != f.config_allowed.end())
         for (const auto& v : it->second) covered_kinds.insert(json::parse(v).get<std::string>());
     }
-    std::map<std::string, std::vector<int>> kinds;
-    for (std::size_t i = 0; i < lt->size(); ++i)
-      if ((*lt)[i].is_string()) kinds[(*lt)[i].get<std::string>()].push_back(int(i));
-    for (const auto& [kind, layers] : kinds) {
+    for (const auto& [kind, layers] : layers_by_type) {
       if (covered_kinds.count(kind)) continue;
-      std::string list;
-      for (int l : layers) list += (list.empty() ? "" : ",") + std::to_string(l);
       plan.gaps.push_back({"layer_kind", kind,
-                           "layer kind '" + kind + "' (layers " + list + ") has no component" +
+                           "layer kind '" + kind + "' (layers " + layer_list(layers) + ") has no component" +
                                (family ? " in family " + family->id : ""),
                            "a contract and component for '" + kind + "' layers",
                            {"config layer_types"}});
@@ -252,8 +306,10 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
     SignalResult r = evaluate_signal(signal, text, root, store, names);
     if (!r.fired) continue;
     const ckb::Contract* contract = ckb.find_contract(signal.missing_contract);
-    if (contract && contract->status == "implemented" && family && has(family->requires_contracts, contract->id))
-      continue;  // absorbed and used by this family
+    // Absorbed: the family's knowledge names the feature, and its contract is implemented and used by the family.
+    if (contract && contract->status == "implemented" && family && has(family->requires_contracts, contract->id) &&
+        has(family->features, signal.id))
+      continue;
     plan.gaps.push_back({"feature", signal.id, signal.feature + ": " + signal.explain,
                          "contract " + signal.missing_contract, r.evidence});
   }
@@ -290,7 +346,7 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
     }
     const bool tied = plan.config->tie_word_embeddings;
     std::vector<std::string> problems;
-    for (const auto& e : ckb::expected_weights(*family, text, tied)) {
+    for (const auto& e : ckb::expected_weights(*family, text, tied, plan.architecture)) {
       const io::TensorView* t = store.find(e.name);
       if (!t) problems.push_back("missing tensor " + e.name + " " + shape_text(e.shape));
       else if (t->shape != e.shape)
@@ -304,7 +360,7 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
     }
     std::map<std::string, std::vector<std::string>> unmapped;
     for (const auto& n : names)
-      if (!ckb::family_declares(*family, n)) unmapped[name_pattern(n)].push_back(n);
+      if (!ckb::family_declares(*family, n, plan.architecture)) unmapped[name_pattern(n)].push_back(n);
     for (const auto& [pattern, list] : unmapped)
       plan.gaps.push_back({"weight_mapping", pattern,
                            "weight " + pattern + " (" + std::to_string(list.size()) + " tensor(s)) has no mapping in family " + family->id,

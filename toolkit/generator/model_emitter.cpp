@@ -476,6 +476,9 @@ std::string emit_engine_config(const ckb::Family& family, const coverage::Plan& 
 
 std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, const EmitOptions& options) {
   const io::ModelConfig& c = *plan.config;
+  if (!family.layer_kinds.empty())
+    fail("generator: family ", family.id, " declares layer kinds; the generator emits one uniform dense layer "
+         "([forward].layer) and has no emitter for them (coverage reports this as a gap)");
   for (const auto& step : family.forward_layer)
     if (std::find(ckb::known_forward_steps().begin(), ckb::known_forward_steps().end(), step) ==
         ckb::known_forward_steps().end())

@@ -276,3 +276,56 @@ TEST(GatedDeltaInputs, BetaIsSigmoidAndGIsMinusExpALogTimesSoftplus) {
       EXPECT_LE(g[i], 0.0f);
     }
 }
+
+// BUG-005-3 (Q scaling applied exactly once), on the Gated DeltaNet path: q is scaled by 1/sqrt(dk) when it is
+// L2-normalised, and the delta rule itself does not scale again. One token from a zero state with k = q gives, per
+// value head, o = beta * v * (q_hat . k_hat) / sqrt(dk) = beta * v / sqrt(dk); scaling twice would give
+// beta * v / dk (4x smaller at dk = 16), scaling never would give beta * v.
+TEST(GatedDeltaInputs, QueryScaleIsAppliedExactlyOnce) {
+  ThreadPool pool(2);
+  const GatedDeltaDims d{.k_heads = 1, .v_heads = 1, .k_dim = 16, .v_dim = 4};
+  const std::size_t ld = 2 * 16 + 4;
+  std::vector<float> row(ld);
+  for (int i = 0; i < 16; ++i) row[std::size_t(i)] = row[16 + std::size_t(i)] = float(i % 5) - 1.5f;  // k = q
+  for (int j = 0; j < 4; ++j) row[32 + std::size_t(j)] = float(j + 1);                                // v
+  mi::model::l2_normalize_heads(pool, row.data(), 1, ld, 1, 16, 1e-6f, float(1.0 / std::sqrt(16.0)));
+  mi::model::l2_normalize_heads(pool, row.data() + 16, 1, ld, 1, 16, 1e-6f, 1.0f);
+  const float beta = 0.75f, g = -0.5f;
+  const GatedDeltaInputs in{.q = row.data(), .ldq = ld, .k = row.data() + 16, .ldk = ld, .v = row.data() + 32,
+                            .ldv = ld, .beta = &beta, .g = &g};
+  std::vector<float> state(mi::model::gated_delta_state_floats(d), 0.0f), out(4);
+  mi::model::gated_delta_rule_recurrent<mi::kernels::Scalar>(pool, d, in, 1, state.data(), out.data(), 4);
+  for (int j = 0; j < 4; ++j) {
+    const double once = beta * (j + 1) / 4.0;  // 1/sqrt(16) = 1/4
+    EXPECT_NEAR(out[std::size_t(j)], once, 1e-5) << "value " << j << ": twice would be " << once / 4;
+  }
+}
+
+// Key heads are REPEATED to value heads (repeat_interleave: value head h reads key head h / (v_heads / k_heads)),
+// not tiled (h % k_heads). Two key heads, four value heads, one token from a zero state: key head 0 has q . k = 1,
+// key head 1 has q . k = 0, so value heads 0 and 1 (both of key head 0) answer beta * v / sqrt(dk) and value heads 2
+// and 3 answer 0. Tiling would light up value heads 0 and 2 instead.
+TEST(GatedDeltaInputs, KeyHeadsAreRepeatedNotTiledToValueHeads) {
+  ThreadPool pool(2);
+  const int dk = 4, dv = 2;
+  const GatedDeltaDims d{.k_heads = 2, .v_heads = 4, .k_dim = dk, .v_dim = dv};
+  const std::size_t qk = 2 * dk, ld = 2 * qk + 4 * dv;
+  std::vector<float> row(ld, 0.0f);
+  // q: head 0 = e0, head 1 = e1; k: head 0 = e0, head 1 = e2 (orthogonal to q head 1).
+  row[0] = 1.0f;
+  row[dk + 1] = 1.0f;
+  row[qk + 0] = 1.0f;
+  row[qk + dk + 2] = 1.0f;
+  for (int j = 0; j < 4 * dv; ++j) row[2 * qk + std::size_t(j)] = float(j + 1);
+  mi::model::l2_normalize_heads(pool, row.data(), 1, ld, 2, dk, 1e-6f, float(1.0 / std::sqrt(double(dk))));
+  const std::vector<float> beta(4, 1.0f), g(4, 0.0f);
+  const GatedDeltaInputs in{.q = row.data(), .ldq = ld, .k = row.data() + qk, .ldk = ld, .v = row.data() + 2 * qk,
+                            .ldv = ld, .beta = beta.data(), .g = g.data()};
+  std::vector<float> state(mi::model::gated_delta_state_floats(d), 0.0f), out(4 * dv);
+  mi::model::gated_delta_rule_recurrent<mi::kernels::Scalar>(pool, d, in, 1, state.data(), out.data(), 4 * dv);
+  for (int h = 0; h < 4; ++h)
+    for (int j = 0; j < dv; ++j) {
+      const double want = h < 2 ? double(h * dv + j + 1) / 2.0 : 0.0;  // 1/sqrt(dk) = 1/2
+      EXPECT_NEAR(out[std::size_t(h * dv + j)], want, 1e-5) << "value head " << h << ", element " << j;
+    }
+}

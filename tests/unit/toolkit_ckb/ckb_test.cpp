@@ -4,11 +4,14 @@
 
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "../toolkit_support.h"
 #include "ckb/ckb.h"
+#include "ckb/family_weights.h"
 #include "ckb/lint.h"
+#include "io/safetensors.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -42,9 +45,14 @@ TEST(CkbCheck, TheRepositoryCkbIsClean) {
   EXPECT_EQ(j.at("errors"), 0) << j.at("findings").dump(1);
   const mi::ckb::Ckb ckb = mi::ckb::load(real_ckb());
   EXPECT_GE(ckb.contracts.size(), 15u);
-  int failure_modes = 0;
-  for (const auto& e : ckb.experience) failure_modes += e.kind == "failure_mode";
-  EXPECT_EQ(failure_modes, 9) << "the nine failure modes of the paper's Table 13";
+  std::set<std::string> failure_modes;
+  for (const auto& e : ckb.experience)
+    if (e.kind == "failure_mode") failure_modes.insert(e.id);
+  for (const char* id : {"CONFIG-001", "ENGINE-001", "BUG-004-1", "BUG-004-2", "BUG-004-3", "BUG-KVLEN", "BUG-005-1",
+                         "BUG-005-2", "BUG-005-3"})
+    EXPECT_TRUE(failure_modes.count(id)) << "the nine failure modes of the paper's Table 13: " << id;
+  for (const char* id : {"HYBRID-001", "HYBRID-002", "HYBRID-003"})
+    EXPECT_TRUE(failure_modes.count(id)) << "hybrid-family failure mode " << id;
   for (const char* c : {"weight_loading", "tokenizer", "chat_template", "embedding", "rmsnorm", "rotary_embedding",
                         "gqa_attention", "swiglu_mlp", "lm_head", "sampler", "kv_cache", "scheduler", "server"})
     EXPECT_NE(ckb.find_contract(c), nullptr) << c;
@@ -79,6 +87,68 @@ TEST(CkbCheck, UnmappedWeightAndUnknownShapeTermFail) {
   EXPECT_NE(r.out.find("families/qwen3.toml"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("intermediate_sizes"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("moe_mlp"), std::string::npos) << r.out;
+}
+
+TEST(CkbCheck, LayerKindMistakesFail) {
+  mi_test::TempDir dir("ckb-layer-kind");
+  const fs::path ckb = planted(dir, "families/qwen3_5.toml",
+                               "forward = [\"post_attention_norm\", \"swiglu_mlp\", \"residual_add\"]",
+                               "forward = [\"post_attention_norm\", \"swiglu_mlpp\", \"moe_router\", \"residual_add\"]");
+  const auto r = metainfer({"ckb", "check", "--ckb", ckb.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("families/qwen3_5.toml"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unknown component step 'swiglu_mlpp'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("'moe_mlp', which the family does not require"), std::string::npos) << r.out;
+
+  mi_test::TempDir dir2("ckb-weight-kind");
+  const fs::path ckb2 = planted(dir2, "families/qwen3_5.toml", "kind = \"gated_deltanet\"\nnorm = \"w\"",
+                                "kind = \"gdn\"\nnorm = \"2w\"");
+  const auto r2 = metainfer({"ckb", "check", "--ckb", ckb2.string()});
+  EXPECT_EQ(r2.exit_code, 1);
+  EXPECT_NE(r2.out.find("undeclared layer kind 'gdn'"), std::string::npos) << r2.out;
+  EXPECT_NE(r2.out.find("\"2w\""), std::string::npos) << r2.out;
+
+  mi_test::TempDir dir3("ckb-layer-type");
+  const fs::path ckb3 = planted(dir3, "families/qwen3_next.toml", "layer_type = \"full_attention\"",
+                                "layer_type = \"linear_attention\"");
+  const auto r3 = metainfer({"ckb", "check", "--ckb", ckb3.string()});
+  EXPECT_EQ(r3.exit_code, 1);
+  EXPECT_NE(r3.out.find("\"full_attention\" has 0 mixer layer kinds"), std::string::npos) << r3.out;
+  EXPECT_NE(r3.out.find("\"linear_attention\" has 2 mixer layer kinds"), std::string::npos) << r3.out;
+}
+
+// The hybrid family entries declare every tensor of the golden checkpoints with its shape (layer kinds place the
+// per-kind tensors on their layers, {E} runs over the experts), and the norm convention of every norm weight
+// (failure mode HYBRID-001): (1 + w) for the layer, final and q/k norms, w for the DeltaNet gated norm.
+TEST(CkbFamilies, HybridNormConventionsAreDeclared) {
+  const mi::ckb::Ckb ckb = mi::ckb::load(real_ckb());
+  const std::vector<std::pair<std::string, std::string>> cases = {{"qwen3_5", "qwen3_5-tiny"},
+                                                                   {"qwen3_next", "qwen3_next-tiny"}};
+  for (const auto& [id, golden_case] : cases) {
+    const mi::ckb::Family* f = ckb.find_family(id);
+    ASSERT_NE(f, nullptr) << id;
+    std::ifstream in(mi_test::golden(golden_case) / "config.json");
+    const auto config = nlohmann::json::parse(in);
+    const auto store = mi::io::WeightStore::open(mi_test::golden(golden_case));
+    const auto expected = mi::ckb::expected_weights(*f, config, false);
+    std::set<std::string> names;
+    for (const auto& e : expected) {
+      names.insert(e.name);
+      const auto* t = store.find(e.name);
+      ASSERT_NE(t, nullptr) << id << ": " << e.name;
+      EXPECT_EQ(t->shape, e.shape) << id << ": " << e.name;
+    }
+    EXPECT_EQ(names.size(), store.names().size()) << id << ": every tensor declared once, no other";
+    for (const auto& w : f->weights) {
+      const bool norm = w.name.find("norm") != std::string::npos;
+      EXPECT_EQ(!w.norm.empty(), norm) << id << ": " << w.name;
+      if (!norm) continue;
+      const bool gated = w.name.find("linear_attn.norm") != std::string::npos;
+      EXPECT_EQ(w.norm, gated ? "w" : "1+w") << id << ": " << w.name;
+    }
+  }
+  // The dense families leave norm unset (y = w * x / rms): the (1+w) knowledge is the hybrids' alone.
+  for (const auto& w : ckb.find_family("qwen3")->weights) EXPECT_TRUE(w.norm.empty() || w.norm == "w") << w.name;
 }
 
 TEST(CkbCheck, ExperienceWithoutGuardingTestFails) {

@@ -7,6 +7,8 @@
 #include "ckb/ckb.h"
 #include "constraints/constraints.h"
 #include "coverage/coverage.h"
+#include "io/safetensors.h"
+#include "io/safetensors_writer.h"
 #include "platform/cpu_info.h"
 
 namespace {
@@ -47,29 +49,129 @@ TEST(Plan, DenseGoldenCheckpointsAreFullyCovered) {
   EXPECT_EQ(llama.at("model").at("family"), "llama");
 }
 
-// Failure mode ENGINE-001: an unknown architecture is a named gap, with the features the signals recognise.
+const json* find_gap(const json& plan, const std::string& id) {
+  for (const auto& g : plan.at("gaps"))
+    if (g.at("id") == id) return &g;
+  return nullptr;
+}
+
+// The hybrid families are knowledge (ckb/families/qwen3_5.toml, qwen3_next.toml: layer kinds, weights, norms) whose
+// components exist, but the generator has no emitter for their layer kinds: not covered (exit 3), and the gaps name
+// exactly that, plus the features no component handles yet ((1+w) norms, interleaved M-RoPE). Failure mode HYBRID-003.
 TEST(Plan, Qwen35ListsItsGaps) {
   const auto r = metainfer({"plan", "--model", golden("qwen3_5-tiny").string(), "--json"});
   ASSERT_EQ(r.exit_code, 3) << r.out << r.err;
   const json plan = json::parse(r.out);
   EXPECT_FALSE(plan.at("covered").get<bool>());
+  EXPECT_EQ(plan.at("model").at("family"), "qwen3_5");
   const auto ids = gap_ids(plan);
-  for (const char* g : {"Qwen3_5ForCausalLM", "linear_attention", "gated_deltanet", "gated_attention", "partial_rotary",
-                        "interleaved_mrope", "rmsnorm_one_plus_w", "model.layers.{L}.linear_attn.in_proj_qkv.weight",
-                        "model.layers.{L}.linear_attn.A_log"})
+  for (const char* g : {"gated_deltanet", "gated_attention", "mixed_layer_kinds", "interleaved_mrope", "rmsnorm_one_plus_w"})
     EXPECT_TRUE(ids.count(g)) << "missing gap " << g << " in " << plan.at("gaps").dump(1);
-  EXPECT_FALSE(ids.count("mixture_of_experts"));
+  // The family is known, its weights all mapped, its absorbed features (components exist) no gaps; the dense MLP
+  // kind has an emitter step for each of its steps.
+  for (const char* g : {"Qwen3_5ForCausalLM", "linear_attention", "partial_rotary", "dense_mlp", "mixture_of_experts",
+                        "model.layers.{L}.linear_attn.in_proj_qkv.weight", "model.layers.{L}.linear_attn.A_log"})
+    EXPECT_FALSE(ids.count(g)) << "unexpected gap " << g << " in " << plan.at("gaps").dump(1);
+  for (const auto& g : plan.at("gaps")) EXPECT_NE(g.at("kind"), "weight_mapping") << g.dump();
+  const json* gdn = find_gap(plan, "gated_deltanet");
+  ASSERT_NE(gdn, nullptr);
+  EXPECT_EQ(gdn->at("kind"), "layer_kind");
+  EXPECT_NE(gdn->at("what").get<std::string>().find("the generator has no emitter for layer kind gated_deltanet"),
+            std::string::npos) << gdn->dump();
+  EXPECT_NE(gdn->at("what").get<std::string>().find("layers 0,1,2"), std::string::npos) << gdn->dump();
+  const json* attn = find_gap(plan, "gated_attention");
+  ASSERT_NE(attn, nullptr);
+  EXPECT_NE(attn->at("what").get<std::string>().find("layers 3"), std::string::npos) << attn->dump();
+  std::set<std::string> contracts;
+  for (const auto& req : plan.at("requirements")) {
+    EXPECT_TRUE(req.at("covered").get<bool>()) << req.dump();
+    contracts.insert(req.at("contract"));
+  }
+  for (const char* needed : {"gated_delta_rule", "conv1d_state", "rms_norm_gated", "recurrent_state", "gated_attention",
+                             "swiglu_mlp"})
+    EXPECT_TRUE(contracts.count(needed)) << needed;
+  // The text report says the same.
+  const auto text = metainfer({"plan", "--model", golden("qwen3_5-tiny").string()});
+  EXPECT_EQ(text.exit_code, 3);
+  EXPECT_NE(text.out.find("-> family qwen3_5"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("the generator has no emitter for layer kind gated_deltanet"), std::string::npos) << text.out;
 }
 
 TEST(Plan, Qwen3NextListsItsGaps) {
   const auto r = metainfer({"plan", "--model", golden("qwen3_next-tiny").string(), "--json"});
   ASSERT_EQ(r.exit_code, 3) << r.out << r.err;
-  const auto ids = gap_ids(json::parse(r.out));
-  for (const char* g : {"Qwen3NextForCausalLM", "gated_deltanet", "gated_attention", "partial_rotary", "rmsnorm_one_plus_w",
-                        "mixture_of_experts", "shared_expert", "model.layers.{L}.mlp.experts.{E}.gate_proj.weight",
+  const json plan = json::parse(r.out);
+  EXPECT_EQ(plan.at("model").at("family"), "qwen3_next");
+  const auto ids = gap_ids(plan);
+  for (const char* g : {"gated_deltanet", "gated_attention", "moe_mlp", "mixed_layer_kinds", "rmsnorm_one_plus_w"})
+    EXPECT_TRUE(ids.count(g)) << "missing gap " << g << " in " << plan.at("gaps").dump(1);
+  for (const char* g : {"Qwen3NextForCausalLM", "interleaved_mrope", "mixture_of_experts", "shared_expert",
+                        "partial_rotary", "model.layers.{L}.mlp.experts.{E}.gate_proj.weight",
                         "model.layers.{L}.mlp.gate.weight", "model.layers.{L}.linear_attn.in_proj_qkvz.weight"})
-    EXPECT_TRUE(ids.count(g)) << "missing gap " << g;
-  EXPECT_FALSE(ids.count("interleaved_mrope"));
+    EXPECT_FALSE(ids.count(g)) << "unexpected gap " << g << " in " << plan.at("gaps").dump(1);
+  const json* moe = find_gap(plan, "moe_mlp");
+  ASSERT_NE(moe, nullptr);
+  EXPECT_NE(moe->at("what").get<std::string>().find("the generator has no emitter for layer kind moe_mlp"),
+            std::string::npos) << moe->dump();
+  EXPECT_NE(moe->at("what").get<std::string>().find("layers 0,1,2,3"), std::string::npos) << moe->dump();
+}
+
+// Failure mode ENGINE-001: an architecture no family lists is a named gap, with the features the signals recognise
+// and every weight pattern no family maps (here: the qwen3_5-tiny checkpoint under an unknown name).
+TEST(Plan, UnknownArchitectureIsANamedGap) {
+  mi_test::TempDir dir("unknown-arch");
+  std::filesystem::copy_file(golden("qwen3_5-tiny") / "model.safetensors", dir / "model.safetensors");
+  std::ifstream in(golden("qwen3_5-tiny") / "config.json");
+  json config = json::parse(in);
+  config["architectures"] = {"Qwen9HybridForCausalLM"};
+  mi_test::write_text(dir / "config.json", config.dump(2));
+  const auto r = metainfer({"plan", "--model", dir.path().string(), "--json"});
+  ASSERT_EQ(r.exit_code, 3) << r.out << r.err;
+  const json plan = json::parse(r.out);
+  EXPECT_TRUE(plan.at("model").at("family").is_null());
+  const auto ids = gap_ids(plan);
+  for (const char* g : {"Qwen9HybridForCausalLM", "gated_deltanet", "gated_attention",
+                        "partial_rotary", "interleaved_mrope", "rmsnorm_one_plus_w"})
+    EXPECT_TRUE(ids.count(g)) << "missing gap " << g << " in " << plan.at("gaps").dump(1);
+  EXPECT_FALSE(ids.count("mixture_of_experts"));
+}
+
+// Failure modes ENGINE-001 / CONFIG-001 for the multimodal wrapper: Qwen3_5ForConditionalGeneration routes to family
+// qwen3_5 (config in text_config, the text tower under model.language_model.*, the vision tower not the family's),
+// with the same gaps as the text-only checkpoint and no unmapped weight.
+TEST(Plan, Qwen35ConditionalGenerationRoutesToTheTextFamily) {
+  mi_test::TempDir dir("qwen3_5-vl");
+  std::ifstream in(golden("qwen3_5-tiny") / "config.json");
+  json text = json::parse(in);
+  text.erase("architectures");
+  const json root = {{"architectures", {"Qwen3_5ForConditionalGeneration"}}, {"model_type", "qwen3_5"},
+                     {"tie_word_embeddings", false}, {"text_config", text}};
+  mi_test::write_text(dir / "config.json", root.dump(2));
+  const auto store = mi::io::WeightStore::open(golden("qwen3_5-tiny"));
+  std::vector<mi::io::TensorToWrite> tensors;
+  for (const auto& n : store.names()) {
+    const auto& t = store.get(n);
+    tensors.push_back({n.starts_with("model.") ? "model.language_model." + n.substr(6) : n, t.dtype, t.shape, t.data,
+                       t.nbytes});
+  }
+  const auto& any = store.get("model.norm.weight");
+  tensors.push_back({"model.visual.merger.norm.weight", any.dtype, any.shape, any.data, any.nbytes});
+  mi::io::write_safetensors(dir / "model.safetensors", tensors);
+  const auto r = metainfer({"plan", "--model", dir.path().string(), "--json"});
+  ASSERT_EQ(r.exit_code, 3) << r.out << r.err;
+  const json plan = json::parse(r.out);
+  EXPECT_EQ(plan.at("model").at("family"), "qwen3_5");
+  EXPECT_EQ(plan.at("model").at("config_source"), "config.json: text_config");
+  const auto direct = gap_ids(json::parse(metainfer({"plan", "--model", golden("qwen3_5-tiny").string(), "--json"}).out));
+  EXPECT_EQ(gap_ids(plan), direct) << plan.at("gaps").dump(1);
+  // A missing text-tower tensor is named under its stored name.
+  mi_test::write_weights_without(dir.path(), dir / "m2" / "model.safetensors",
+                                 "model.language_model.layers.0.linear_attn.A_log");
+  std::filesystem::copy_file(dir / "config.json", dir / "m2" / "config.json");
+  const auto missing = metainfer({"plan", "--model", (dir / "m2").string(), "--json"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.out << missing.err;
+  EXPECT_NE(missing.err.find("missing tensor model.language_model.layers.0.linear_attn.A_log"), std::string::npos)
+      << missing.err;
 }
 
 // Failure mode CONFIG-001: a config whose text model sits in text_config is read through it.
