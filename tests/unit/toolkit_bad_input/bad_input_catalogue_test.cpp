@@ -378,8 +378,13 @@ std::vector<Row> catalogue() {
        }},
       {"plan_another_model_is_not_covered", false, "hidden_act = gelu (another model)", 3, "hidden_act",
        [](const Context& c) { return metainfer({"plan", "--model", edited(c, [](json& j) { j["hidden_act"] = "gelu"; }).string()}); }},
-      {"plan_unknown_architecture_is_not_covered", false, "qwen3_next (gated delta net)", 3, "has no model-family entry",
+      {"plan_hybrid_layer_kind_is_not_covered", false, "qwen3_next (gated delta net, known family, no emitter)", 3,
+       "the generator has no emitter for layer kind gated_deltanet",
        [](const Context&) { return metainfer({"plan", "--model", golden("qwen3_next-tiny").string()}); }},
+      {"plan_unknown_architecture_is_not_covered", false, "an architecture no family knows", 3, "has no model-family entry",
+       [](const Context& c) {
+         return metainfer({"plan", "--model", edited(c, [](json& j) { j["architectures"] = {"Qwen3MoeForCausalLM"}; j["model_type"] = "qwen3_moe"; }).string()});
+       }},
       {"ckb_check_malformed_toml", false, "a CKB platform file that is not TOML", 2, "x86-64-avx2.toml",
        [](const Context& c) {
          fs::copy(fs::path(METAINFER_SOURCE_DIR) / "ckb", c.work / "ckb", fs::copy_options::recursive);
