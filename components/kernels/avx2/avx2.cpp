@@ -208,30 +208,31 @@ inline void dot_group2(int T, const W* w, size_t ld, const X* x, size_t ldx, flo
   }
 }
 
+// Calls fn(m0, m1) for near-equal groups of at most `group` consecutive tokens covering [0, M).
+template <class Fn>
+inline void for_token_groups(int M, int group, Fn&& fn) {
+  const int groups = (M + group - 1) / group;
+  for (int g = 0, m0 = 0; g < groups; ++g) {
+    const int m1 = M * (g + 1) / groups;
+    fn(m0, m1);
+    m0 = m1;
+  }
+}
+
 // Y[t, r] for M in [1, kMaxDotTokens] tokens: rows two at a time (a last odd row alone), the tokens in near-equal
 // groups (8 = 3 + 3 + 2) so the rows' later reads come from L1.
 template <class W, class X>
 inline void matmul_few_tokens(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int M, int rows,
                               int cols) {
-  const int groups2 = (M + kDotGroup2 - 1) / kDotGroup2;
   int r = 0;
-  for (; r + 2 <= rows; r += 2) {
-    const W* wr = w + size_t(r) * ld;
-    for (int g = 0, m0 = 0; g < groups2; ++g) {
-      const int m1 = M * (g + 1) / groups2;
-      dot_group2(m1 - m0, wr, ld, x + size_t(m0) * ldx, ldx, y + size_t(m0) * ldy + r, ldy, cols);
-      m0 = m1;
-    }
-  }
-  const int groups = (M + kDotGroup - 1) / kDotGroup;
-  for (; r < rows; ++r) {
-    const W* wr = w + size_t(r) * ld;
-    for (int g = 0, m0 = 0; g < groups; ++g) {
-      const int m1 = M * (g + 1) / groups;
-      dot_group(m1 - m0, wr, ld, x + size_t(m0) * ldx, ldx, y + size_t(m0) * ldy + r, ldy, cols);
-      m0 = m1;
-    }
-  }
+  for (; r + 2 <= rows; r += 2)
+    for_token_groups(M, kDotGroup2, [&](int m0, int m1) {
+      dot_group2(m1 - m0, w + size_t(r) * ld, ld, x + size_t(m0) * ldx, ldx, y + size_t(m0) * ldy + r, ldy, cols);
+    });
+  for (; r < rows; ++r)
+    for_token_groups(M, kDotGroup, [&](int m0, int m1) {
+      dot_group(m1 - m0, w + size_t(r) * ld, ld, x + size_t(m0) * ldx, ldx, y + size_t(m0) * ldy + r, ldy, cols);
+    });
 }
 
 // ---- prefill: outer-product micro-kernel 6 tokens x 16 rows (12 accumulators of the 16 ymm registers) --------
