@@ -255,7 +255,6 @@ class HttpServer {
         return true;
       }
     }
-    (void)chat;
     return true;
   }
 
