@@ -96,6 +96,25 @@ MoeScratch<N> take_moe_scratch(ScratchArena& arena, const MoeDims& d, int max_to
   return s;
 }
 
+// The same buffers for precise numerics (an engine takes the fast scratch once and runs both modes).
+inline MoeScratch<Numerics::precise> without_rounding(const MoeScratch<Numerics::fast>& s) {
+  MoeScratch<Numerics::precise> p;
+  p.logits = s.logits;
+  p.ids = s.ids;
+  p.weights = s.weights;
+  p.offsets = s.offsets;
+  p.order = s.order;
+  p.xe = s.xe;
+  p.ye = s.ye;
+  p.shared_logit = s.shared_logit;
+  p.mlp.gate = s.mlp.gate;
+  p.mlp.up = s.mlp.up;
+  p.mlp.act = s.mlp.act;
+  p.mlp.x_rounded = nullptr;
+  p.mlp.act_rounded = nullptr;
+  return p;
+}
+
 // Routing of T tokens from their router logits [T, E] (overwritten with the softmax probabilities):
 //   ids [T, top_k] the chosen experts, highest probability first (ties: lower id first); weights [T, top_k].
 template <class K>

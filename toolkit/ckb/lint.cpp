@@ -355,11 +355,11 @@ const std::vector<std::pair<std::string, std::string>>& known_component_steps() 
       {"qg_proj", "gated_attention"}, {"split_query_gate", "gated_attention"}, {"kv_proj", "gqa_attention"},
       {"partial_rope", "rotary_embedding"}, {"output_gate", "gated_attention"},
       // Gated DeltaNet linear attention
-      {"gdn_in_proj", "gated_delta_rule"}, {"causal_conv1d", "conv1d_state"}, {"gdn_gates", "gated_delta_rule"},
+      {"gdn_in_proj", "gated_delta_rule"}, {"gdn_in_proj_grouped", "gated_delta_rule"}, {"causal_conv1d", "conv1d_state"}, {"gdn_gates", "gated_delta_rule"},
       {"l2norm_qk", "gated_delta_rule"}, {"gated_delta_rule", "gated_delta_rule"},
       {"rms_norm_gated", "rms_norm_gated"}, {"gdn_out_proj", "gated_delta_rule"},
       // sparse mixture of experts
-      {"moe_router", "moe_mlp"}, {"moe_experts", "moe_mlp"}, {"shared_expert", "moe_mlp"}};
+      {"moe_mlp", "moe_mlp"}};
   return steps;
 }
 

@@ -1,5 +1,7 @@
 #include "coverage/coverage.h"
 
+#include "generator/forward_steps.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include "common/bf16.h"
 #include "common/error.h"
 #include "common/json_file.h"
+#include "generator/forward_steps.h"
 #include "io/safetensors.h"
 #include "platform/platform_select.h"
 
@@ -237,9 +240,7 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
   };
   if (family && !family->layer_kinds.empty()) {
     // The family declares its layer kinds as data: a layer_types value no mixer kind matches is a gap, and every
-    // kind the checkpoint uses needs an emitter. The generator emits one uniform dense layer ([forward].layer,
-    // steps known_forward_steps()): a kind with other steps has no emitter, and no family mixing kinds can be
-    // emitted until the generator reads layer kinds.
+    // step of every kind the checkpoint uses needs an entry in the generator's step table (forward_steps.cpp).
     for (const auto& [type, layers] : layers_by_type) {
       bool matched = false;
       for (const auto& k : family->layer_kinds) matched = matched || (k.role == "mixer" && (k.layer_type == "*" || k.layer_type == type));
@@ -250,7 +251,6 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
                              {"config layer_types"}});
     }
     const int64_t n_layers = plan.dims.value("num_hidden_layers", int64_t(0));
-    int used_kinds = 0;
     for (const auto& k : family->layer_kinds) {
       std::vector<int> layers;
       if (k.layer_type == "*") {
@@ -259,10 +259,9 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
         layers = it->second;
       }
       if (layers.empty()) continue;
-      ++used_kinds;
       std::vector<std::string> missing;
       for (const auto& step : k.forward)
-        if (!has(ckb::known_forward_steps(), step)) missing.push_back(step);
+        if (!generator::find_forward_step(step)) missing.push_back(step);
       if (missing.empty()) continue;
       std::string steps, contracts;
       for (const auto& step : missing) {
@@ -272,17 +271,11 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
       }
       plan.gaps.push_back({"layer_kind", k.id,
                            "the generator has no emitter for layer kind " + k.id + " (" + k.role + ", layers " +
-                               layer_list(layers) + "): steps " + steps + " are components (contracts " + contracts +
-                               ") the generator cannot write out",
-                           "an emitter for layer kind " + k.id + " in toolkit/generator (the components and contracts exist)",
+                               layer_list(layers) + "): steps " + steps + " (contracts " + contracts +
+                               ") have no entry in the generator's step table",
+                           "an entry per step in toolkit/generator/forward_steps.cpp",
                            {k.layer_type == "*" ? "every layer" : "config layer_types = " + k.layer_type}});
     }
-    if (used_kinds > 0)
-      plan.gaps.push_back({"layer_kind", "mixed_layer_kinds",
-                           "family " + family->id + " declares its layers as layer kinds; the generator emits one "
-                           "uniform layer from [forward].layer and reads no layer kinds or per-layer pattern",
-                           "a generator that assembles the model from the family's [[layer_kinds]] and layer_types",
-                           {"ckb/families/" + family->id + ".toml [[layer_kinds]]"}});
   } else if (!layers_by_type.empty()) {
     std::set<std::string> covered_kinds;
     for (const auto& f : ckb.families) {
@@ -426,6 +419,18 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
   if (int8 && c.numerics == "fast")
     fail(c.source, ": field 'runtime.numerics': \"fast\" (bf16 activations) is not available with platform.dtype = "
          "\"int8\"; int8 weights run with precise (f32) activations (ckb/contracts/int8_weights.toml)");
+  plan.fast_numerics = plan.dtype == "bf16";
+  if (!plan.fast_numerics)
+    plan.fast_numerics_withheld = "the engine's weights are not bf16";
+  else if (family && has(family->requires_contracts, "moe_mlp")) {
+    // Experience HYBRID-005: a routing decision is discrete, so bf16 activations flip near-tied top-k choices and
+    // the logits move by whole units (qwen3_next-tiny: 1.9 - 2.5 off the oracle after 150 tokens, router in f32 or not).
+    plan.fast_numerics = false;
+    plan.fast_numerics_withheld = "mixture-of-experts routing flips under bf16 activations (ckb/experience HYBRID-005)";
+  }
+  if (c.numerics == "fast" && !plan.fast_numerics && !int8)
+    fail(c.source, ": field 'runtime.numerics': \"fast\" (bf16 activations) is not offered for this model: ",
+         plan.fast_numerics_withheld, "; use \"precise\"");
   if (!int8 && plan.dtype != plan.weight_dtype)
     plan.gaps.push_back({"option", "dtype_conversion",
                          "the checkpoint stores " + plan.weight_dtype + " weights but the constraints ask for " + plan.dtype +
@@ -455,6 +460,11 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
   }
   // The prefix cache lives in the KV-cache manager and is driven by the serving loop (components/server/); the
   // offline command line runs one request at a time and has nothing to share.
+  if (c.prefix_cache && family && has(family->requires_contracts, "recurrent_state"))
+    plan.gaps.push_back({"option", "prefix_cache", "prefix caching cannot restore the recurrent state of family " + family->id +
+                             "'s linear-attention layers (ckb/contracts/recurrent_state.toml)",
+                         "recurrent-state snapshots at cached block boundaries",
+                         {"constraints runtime.prefix_cache = true", "family " + family->id + " requires recurrent_state"}});
   if (c.prefix_cache && c.mode != "serve")
     plan.gaps.push_back({"option", "prefix_cache", "prefix caching is covered for runtime mode serve only (mode is " + c.mode + ")",
                          "a prefix-reusing request loop for runtime mode " + c.mode,
@@ -544,7 +554,9 @@ json Plan::to_json() const {
             {"host_supported", host_supported},
             {"host_missing_features", host_missing_features},
             {"threads", threads},
-            {"dtype", dtype}}},
+            {"dtype", dtype},
+            {"fast_numerics", fast_numerics},
+            {"fast_numerics_withheld", fast_numerics_withheld}}},
           {"requirements", reqs},
           {"gaps", gaps_json},
           {"notes", notes}};

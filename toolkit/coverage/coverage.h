@@ -43,6 +43,10 @@ struct Plan {
   std::string weight_dtype;                      // stored dtype of the weight matrices: bf16 | f16 | f32
   std::string dtype;                             // dtype the engine computes with (resolved "auto")
   std::size_t weight_count = 0, weight_bytes = 0;
+  // Fast numerics (bf16 activations) is offered for bf16 weights, except where experience withholds it
+  // (fast_numerics_withheld says why, e.g. HYBRID-005 for mixture-of-experts routing).
+  bool fast_numerics = false;
+  std::string fast_numerics_withheld;
   bool tokenizer_present = false, chat_template_present = false;
   // platform
   std::string platform, kernel_level, kernel_struct;

@@ -326,7 +326,10 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
     const int max_context = plan.at("constraints").value("max_context", 0);
     const int compiled_chunk = plan.at("constraints").value("chunked_prefill", 0);
     const int max_step = compiled_chunk > 0 ? std::min(compiled_chunk, max_context) : max_context;
-    const bool fast_mode = engine.manifest.value("dtype", "") == "bf16";
+    // Fast numerics is judged wherever the engine ships it (MANIFEST fast_numerics; bf16 weights unless experience
+    // withholds it). Where it is not shipped, the engine must refuse --mode fast (checked below): a mode left
+    // unchecked must not be a mode that runs.
+    const bool fast_mode = engine.manifest.value("fast_numerics", engine.manifest.value("dtype", "") == "bf16");
     // int8 (ckb/contracts/int8_weights.toml): judged against the oracle on the weights quantised by the contract's
     // formula (precise bound unchanged), and separately against the unquantised model within int8_accuracy_relative.
     // Its greedy ids may differ from an HF trace of the bf16 model, so it is never PASS_VERIFIED (hf_trace route).
@@ -530,6 +533,11 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
       }
       prompt_results.push_back(pr);
     }
+    // A mode the gate does not judge must not run.
+    if (!fast_mode) {
+      const Run r = subject.generate(model, prompts.front().ids, 1, "fast", 0);
+      if (r.ok) failures.push_back("--mode fast: the manifest says fast numerics is not shipped, but the engine ran it");
+    }
     // 5. The plain (non-JSON) output a user reads says the same ids.
     if (failures.empty()) {
       const Prompt& p = prompts.back();
@@ -542,7 +550,8 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
     g.evidence["near_ties_accepted"] = near_ties;
     g.evidence["worst_precise_logit_diff_relative"] = worst_precise;
     if (fast_mode) g.evidence["worst_fast_logit_diff"] = worst_fast;
-    if (!fast_mode) g.evidence["fast_mode"] = "not shipped: the engine's weights are not bf16 (--mode fast is refused)";
+    if (!fast_mode) g.evidence["fast_mode"] = "not shipped (--mode fast is refused, checked): " +
+                                              plan.at("platform").value("fast_numerics_withheld", std::string("weights not bf16"));
     if (int8) {
       g.evidence["int8"] = {{"judged_against", "the oracle on weights quantised by ckb/contracts/int8_weights.toml"},
                             {"worst_accuracy_relative_vs_unquantised", worst_int8_accuracy},

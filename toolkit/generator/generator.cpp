@@ -458,6 +458,7 @@ Engine write_engine(const ckb::Ckb& ckb, const coverage::Plan& plan, const Gener
                    {"platform", plan.platform},
                    {"kernel_level", plan.kernel_level},
                    {"dtype", plan.dtype},
+                   {"fast_numerics", plan.fast_numerics},
                    {"constraints", plan.constraints.to_json()},
                    {"tuning", options.tuning_report},
                    {"stages", engine_test_stages()},

@@ -9,20 +9,11 @@
 #include "ckb/lint.h"
 #include "common/error.h"
 #include "common/json_file.h"
+#include "generator/forward_steps.h"
+#include "io/model_config.h"
 
 namespace mi::generator {
 namespace {
-
-// The member name a weight gets in the generated code: the path component naming the module
-// ("model.layers.{L}.self_attn.q_proj.weight" -> "q_proj", "model.norm.weight" -> "norm").
-std::string role_of(const std::string& weight_name) {
-  std::vector<std::string> parts;
-  std::stringstream ss(weight_name);
-  std::string p;
-  while (std::getline(ss, p, '.')) parts.push_back(p);
-  if (parts.size() < 2) fail("weight name '", weight_name, "' has no module component");
-  return parts[parts.size() - 2];
-}
 
 std::string cpp_string(const std::string& s) {
   std::string out = "\"";
@@ -37,62 +28,6 @@ std::string replace_all(std::string text, const std::string& from, const std::st
   for (std::size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size())
     text.replace(pos, from.size(), to);
   return text;
-}
-
-bool has_step(const ckb::Family& f, const std::string& step) {
-  return std::count(f.forward_layer.begin(), f.forward_layer.end(), step) > 0;
-}
-
-// One decoder-layer step -> its C++ (inside Model::forward_impl<N>, with l, w, T, seq, start in scope; or inside
-// Model::forward_batch_impl<N>, with l, w, T = B rows, seqs and positions in scope, when `batched`). Only the steps
-// that depend on a row's sequence or position (rope, attention) differ: every other step is the same row-batched
-// code, so each weight matrix is read once per batched decode step for all B rows.
-std::string emit_layer_step(const std::string& step, bool qk_norm, bool batched) {
-  if (step == "input_norm")
-    return "    mi::model::rms_norm_rows<K>(pool_, x_, w.input_layernorm.data(), h_, T, kHidden, kEps);\n";
-  if (step == "qkv_proj") {
-    const char* q = qk_norm ? "q_raw_" : "q_";
-    const char* k = qk_norm ? "k_raw_" : "k_";
-    return std::string("    {\n      const In* hin = mi::model::matmul_input<K, N>(pool_, h_, std::size_t(T) * kHidden, rounded<N>());\n") +
-           "      mi::model::linear<K>(pool_, w.q_proj, kHeads * kHeadDim, kHidden, hin, T, " + q + ");\n" +
-           "      mi::model::linear<K>(pool_, w.k_proj, kKvHeads * kHeadDim, kHidden, hin, T, " + k + ");\n" +
-           "      mi::model::linear<K>(pool_, w.v_proj, kKvHeads * kHeadDim, kHidden, hin, T, v_);\n    }\n";
-  }
-  if (step == "qk_norm")
-    return "    mi::model::head_rms_norm<K>(pool_, q_raw_, w.q_norm.data(), q_, T, kHeads, kHeadDim, kEps);\n"
-           "    mi::model::head_rms_norm<K>(pool_, k_raw_, w.k_norm.data(), k_, T, kKvHeads, kHeadDim, kEps);\n";
-  if (step == "rope" && batched)
-    return "    mi::model::apply_rotary_at<K>(pool_, rotary_, q_, T, std::size_t(kHeads) * kHeadDim, kHeads, kHeadDim, positions);\n"
-           "    mi::model::apply_rotary_at<K>(pool_, rotary_, k_, T, std::size_t(kKvHeads) * kHeadDim, kKvHeads, kHeadDim, positions);\n";
-  if (step == "attention" && batched)
-    return "    for (int b = 0; b < T; ++b)\n"
-           "      mi::model::store_kv(cache_, seqs[b], l, positions[b], 1, k_ + std::size_t(b) * kKvHeads * kHeadDim,\n"
-           "                          v_ + std::size_t(b) * kKvHeads * kHeadDim, kKvHeads, kHeadDim);\n"
-           "    mi::model::decode_attention_batch<K>(pool_, cache_, seqs, T, l, {kHeads, kKvHeads, kHeadDim}, q_, attn_, scores_);\n";
-  if (step == "rope")
-    return "    mi::model::apply_rotary<K>(pool_, rotary_, q_, T, std::size_t(kHeads) * kHeadDim, kHeads, kHeadDim, start);\n"
-           "    mi::model::apply_rotary<K>(pool_, rotary_, k_, T, std::size_t(kKvHeads) * kHeadDim, kKvHeads, kHeadDim, start);\n";
-  if (step == "attention")
-    return "    mi::model::store_kv(cache_, seq, l, start, T, k_, v_, kKvHeads, kHeadDim);\n"
-           "    mi::model::causal_attention<K>(pool_, cache_, seq, l, {kHeads, kKvHeads, kHeadDim}, q_, T, start, attn_, scores_);\n";
-  if (step == "o_proj")
-    return "    {\n      const In* ain = mi::model::matmul_input<K, N>(pool_, attn_, std::size_t(T) * kHeads * kHeadDim, rounded<N>());\n"
-           "      mi::model::linear<K>(pool_, w.o_proj, kHidden, kHeads * kHeadDim, ain, T, o_);\n    }\n";
-  if (step == "residual_add") return "    K::add(o_, x_, T * kHidden);\n";
-  if (step == "post_attention_norm")
-    return "    mi::model::rms_norm_rows<K>(pool_, x_, w.post_attention_layernorm.data(), h_, T, kHidden, kEps);\n";
-  if (step == "swiglu_mlp")
-    return "    mi::model::swiglu_mlp<K, N>(pool_, w.gate_proj, w.up_proj, w.down_proj, kHidden, kIntermediate, h_, T, o_, mlp_scratch<N>());\n";
-  fail("generator: no emitter for forward step '", step, "'");
-}
-
-std::string emit_final_step(const std::string& step) {
-  if (step == "final_norm")
-    return "  mi::model::rms_norm_rows<K>(pool_, x_ + std::size_t(first_row) * kHidden, norm_.data(), h_, rows, kHidden, kEps);\n";
-  if (step == "lm_head")
-    return "  {\n    const In* hin = mi::model::matmul_input<K, N>(pool_, h_, std::size_t(rows) * kHidden, rounded<N>());\n"
-           "    mi::model::lm_head<K>(pool_, lm_head_, kVocab, kHidden, hin, rows, logits);\n  }\n";
-  fail("generator: no emitter for final step '", step, "'");
 }
 
 const char* kModelTemplate = R"CPP(// GENERATED by metainfer @VERSION@ from the CKB family '@FAMILY@' for @ARCH@ (@ENGINE@).
@@ -113,18 +48,7 @@ const char* kModelTemplate = R"CPP(// GENERATED by metainfer @VERSION@ from the 
 #include "io/required_weights.h"
 #include "io/safetensors.h"
 #include "@KERNEL_HEADER@"
-#include "model/attention.h"
-#include "model/embedding.h"
-@INT8_INCLUDE@#include "model/linear.h"
-#include "model/lm_head.h"
-#include "model/op_profiler.h"
-#include "model/rms_norm.h"
-#include "model/rotary.h"
-#include "model/scratch_arena.h"
-#include "model/swiglu_mlp.h"
-#include "runtime/kv_cache.h"
-#include "runtime/thread_pool.h"
-
+@COMPONENT_INCLUDES@
 namespace engine {
 
 class Model {
@@ -140,16 +64,16 @@ class Model {
   static constexpr int kKvHeads = config::kKvHeads;
   static constexpr int kHeadDim = config::kHeadDim;
   static constexpr float kEps = config::kRmsNormEps;
-
+@MODEL_CONSTANTS@
   Model(const std::filesystem::path& checkpoint_dir, const mi::engine::RuntimeOptions& options)
       : options_(checked(options)),
         config_(mi::io::load_model_config(checkpoint_dir)),
         store_(mi::io::WeightStore::open(checkpoint_dir)),
         pool_(options_.threads),
-        rotary_(kHeadDim, options_.max_context, config::kRopeTheta, rope_scaling()),
-        cache_({kLayers, kKvHeads, kHeadDim, options_.max_batch, options_.max_context, options_.kv_block_size,
+        rotary_(kHeadDim, options_.max_context, config::kRopeTheta, rope_scaling(), config::kRotaryDim),
+        cache_({kKvLayers, kKvHeads, kHeadDim, options_.max_batch, options_.max_context, options_.kv_block_size,
                 options_.prefix_cache}),
-        arena_(scratch_plan(options_).bytes) {
+@STATE_INIT@        arena_(scratch_plan(options_).bytes) {
     check_config(checkpoint_dir);
     mi::io::check_required_weights(store_, required_weights(), mi::io::DType::@DTYPE_ENUM@);
     bind_weights();
@@ -163,7 +87,7 @@ class Model {
   std::vector<int> eos_token_ids() const { return config_.eos_token_ids; }
   const mi::io::ModelConfig& model_config() const { return config_; }
   const mi::engine::RuntimeOptions& options() const { return options_; }
-  int new_sequence() { return cache_.allocate_sequence(); }
+@NEW_SEQUENCE@
   void free_sequence(int seq) { cache_.free_sequence(seq); }
   int sequence_length(int seq) const { return cache_.length(seq); }
   // The paged KV cache (the server's prefix cache and usage gauges).
@@ -227,6 +151,7 @@ class Model {
 
   static mi::engine::RuntimeOptions checked(mi::engine::RuntimeOptions o) {
     check_level_available<K>();
+@CHECK_OPTIONS@
     if (o.threads < 1) mi::fail("--threads: expected >= 1, got ", o.threads);
     if (o.max_batch < 1) mi::fail("max_batch: expected >= 1, got ", o.max_batch);
     if (o.max_context < 1 || o.max_context > config::kMaxPositionEmbeddings)
@@ -271,7 +196,7 @@ class Model {
     for (int i = 0; i < n; ++i) out[std::size_t(i)] = mi::model::widen_weight(w[i]);
     return out;
   }
-
+@EXTRA_LOADERS@
   void bind_weights() {
 @BIND@  }
 
@@ -279,70 +204,41 @@ class Model {
     return config::kChunkedPrefill > 0 ? std::min(config::kChunkedPrefill, o.max_context) : o.max_context;
   }
 
+  // Every scratch buffer, sized for T = step_tokens tokens, planned and then taken from one arena in this order.
   static mi::model::ScratchPlan scratch_plan(const mi::engine::RuntimeOptions& o) {
-    const std::size_t T = std::size_t(step_tokens(o)), H = kHidden, Q = std::size_t(kHeads) * kHeadDim,
-                      KV = std::size_t(kKvHeads) * kHeadDim, I = kIntermediate;
+    [[maybe_unused]] const std::size_t T = std::size_t(step_tokens(o)), threads = std::size_t(o.threads),
+                                       max_context = std::size_t(o.max_context), max_batch = std::size_t(o.max_batch);
     mi::model::ScratchPlan p;
-    p.add<float>(T * H).add<float>(T * H).add<float>(T * Q).add<float>(T * Q).add<float>(T * KV).add<float>(T * KV);
-    p.add<float>(T * KV).add<float>(T * Q).add<float>(T * H).add<float>(T * I).add<float>(T * I).add<float>(T * I);
-    p.add<float>(mi::model::attention_scratch_floats(o.threads, o.max_context));
-    p.add<mi::bf16_t>(T * std::max({H, Q, I}));  // bf16-rounded matmul inputs (fast numerics)
-    p.add<int>(std::size_t(o.max_batch));        // positions of a batched decode step
-    return p;
+@SCRATCH_PLAN@    return p;
   }
 
   void allocate_scratch() {
     max_step_tokens_ = step_tokens(options_);
-    const std::size_t T = std::size_t(max_step_tokens_), H = kHidden, Q = std::size_t(kHeads) * kHeadDim,
-                      KV = std::size_t(kKvHeads) * kHeadDim, I = kIntermediate;
-    x_ = arena_.take<float>(T * H);
-    h_ = arena_.take<float>(T * H);
-    q_raw_ = arena_.take<float>(T * Q);
-    q_ = arena_.take<float>(T * Q);
-    k_raw_ = arena_.take<float>(T * KV);
-    k_ = arena_.take<float>(T * KV);
-    v_ = arena_.take<float>(T * KV);
-    attn_ = arena_.take<float>(T * Q);
-    o_ = arena_.take<float>(T * H);
-    gate_ = arena_.take<float>(T * I);
-    up_ = arena_.take<float>(T * I);
-    act_ = arena_.take<float>(T * I);
-    scores_ = arena_.take<float>(mi::model::attention_scratch_floats(options_.threads, options_.max_context));
-    rounded_bf16_ = arena_.take<mi::bf16_t>(T * std::max({H, Q, I}));
-    batch_positions_ = arena_.take<int>(std::size_t(options_.max_batch));
-  }
+    [[maybe_unused]] const std::size_t T = std::size_t(max_step_tokens_), threads = std::size_t(options_.threads),
+                                       max_context = std::size_t(options_.max_context),
+                                       max_batch = std::size_t(options_.max_batch);
+@SCRATCH_TAKE@  }
 
-  template <mi::model::Numerics N>
-  mi::model::MatmulInput<N>* rounded() {
-    if constexpr (N == mi::model::Numerics::fast) return rounded_bf16_;
-    else return nullptr;
-  }
-  template <mi::model::Numerics N>
-  mi::model::MlpScratch<N> mlp_scratch() {
-    return {gate_, up_, act_, rounded<N>(), rounded<N>()};  // x is consumed before act is rounded
-  }
-
-  // The forward path of @ARCH@, one decoder layer written out in CKB order:
-  //   @STEPS@
+@SCRATCH_VIEWS@
+@LAYER_FUNCTIONS@
+  // The forward path of @ARCH@: embedding, the layers in their fixed pattern, then @FINAL_LIST@.
   template <mi::model::Numerics N>
   void forward_impl(int seq, const int32_t* ids, int T, float* logits, bool all_rows) {
-    using In = mi::model::MatmulInput<N>;
     const int start = cache_.append(seq, T);
 @EMBED_STEP@    for (int l = 0; l < kLayers; ++l) {
       const LayerWeights& w = layers_[std::size_t(l)];
-@LAYER_STEPS@    }
+@LAYER_CALLS@    }
     const int first_row = all_rows ? 0 : T - 1, rows = T - first_row;
 @FINAL_STEPS@  }
 
   // The same layer steps over T = B rows, one new token of sequence seqs[b] in row b (forward_batch checked them).
   template <mi::model::Numerics N>
   void forward_batch_impl(const int* seqs, const int32_t* ids, int T, float* logits) {
-    using In = mi::model::MatmulInput<N>;
     int* positions = batch_positions_;
     for (int b = 0; b < T; ++b) positions[b] = cache_.append(seqs[b], 1);
 @EMBED_STEP@    for (int l = 0; l < kLayers; ++l) {
       const LayerWeights& w = layers_[std::size_t(l)];
-@BATCH_LAYER_STEPS@    }
+@BATCH_LAYER_CALLS@    }
     const int first_row = 0, rows = T;
 @FINAL_STEPS@  }
 
@@ -352,14 +248,11 @@ class Model {
   mi::runtime::ThreadPool pool_;
   mi::model::RotaryTable rotary_;
   mi::runtime::KvCache cache_;
-  mi::model::ScratchArena arena_;
+@STATE_FIELD@  mi::model::ScratchArena arena_;
   int max_step_tokens_ = 0;
   mi::model::OpProfiler* profiler_ = nullptr;
 @GLOBAL_FIELDS@  std::vector<LayerWeights> layers_;
-  float *x_, *h_, *q_raw_, *q_, *k_raw_, *k_, *v_, *attn_, *o_, *gate_, *up_, *act_, *scores_;
-  mi::bf16_t* rounded_bf16_;
-  int* batch_positions_;
-};
+@SCRATCH_FIELDS@};
 
 static_assert(mi::engine::EngineModel<Model>);
 
@@ -393,7 +286,8 @@ inline constexpr float kRmsNormEps = @EPS@f;
 inline constexpr double kRopeTheta = @THETA@;
 inline constexpr bool kTiedEmbeddings = @TIED@;
 inline constexpr bool kRopeScaling = @ROPE_SCALING@;
-
+inline constexpr int kRotaryDim = @ROTARY_DIM@;  // rotated leading dims of each head (partial_rotary_factor x head_dim)
+@EXTRA_DIMS@
 // The config.json this engine was generated for, less the fields that cannot change the computation (the CKB family's
 // config_ignored, listed below) and null values. The engine refuses (exit 2, naming the field) a checkpoint whose
 // config.json differs from it in any field: another architecture, activation, bias, sliding window, MoE, rope.
@@ -422,6 +316,152 @@ std::string fmt_double(double v) {
   return s;
 }
 
+
+nlohmann::json root_config(const coverage::Plan& plan) { return read_json_file(plan.constraints.model / "config.json"); }
+
+int64_t config_int(const nlohmann::json& text, const std::string& term) {
+  return ckb::eval_shape_expr(term, text, "config.json");
+}
+
+// partial_rotary_factor (top level or in rope_parameters) x head_dim; head_dim when absent.
+int rotary_dim(const coverage::Plan& plan) {
+  const nlohmann::json root = root_config(plan);
+  const nlohmann::json& text = io::text_config_of(root);
+  double factor = 1.0;
+  if (auto it = text.find("partial_rotary_factor"); it != text.end() && it->is_number()) factor = it->get<double>();
+  else if (auto rp = text.find("rope_parameters"); rp != text.end() && rp->is_object())
+    if (auto f = rp->find("partial_rotary_factor"); f != rp->end() && f->is_number()) factor = f->get<double>();
+  const int head_dim = plan.config->head_dim;
+  const int dim = int(double(head_dim) * factor);
+  if (dim <= 0 || dim > head_dim || dim % 2 != 0)
+    fail("config.json: partial_rotary_factor ", factor, " x head_dim ", head_dim, " = ", dim,
+         " rotated dims; expected an even count in (0, head_dim]");
+  return dim;
+}
+
+// The steps of every layer kind the family uses for this config. Dense families ([forward].layer) have one kind,
+// "decoder_layer", covering every layer.
+struct KindUse {
+  ckb::LayerKind kind;
+  std::vector<int> layers;
+  bool kv = false, state = false;
+};
+
+std::vector<KindUse> kinds_in_use(const ckb::Family& family, const nlohmann::json& text, int n_layers) {
+  std::vector<KindUse> uses;
+  if (family.layer_kinds.empty()) {
+    KindUse u;
+    u.kind = {"decoder_layer", "*", "layer", "", family.requires_contracts, family.forward_layer};
+    for (int l = 0; l < n_layers; ++l) u.layers.push_back(l);
+    uses.push_back(u);
+  } else {
+    for (const auto& k : family.layer_kinds) {
+      KindUse u{k, ckb::layers_of_kind(k, text, "family " + family.id + " layer kind " + k.id)};
+      if (!u.layers.empty()) uses.push_back(u);
+    }
+  }
+  for (auto& u : uses)
+    for (const auto& step : u.kind.forward) {
+      const ForwardStep* fs = find_forward_step(step);
+      if (!fs) fail("generator: family ", family.id, " layer kind ", u.kind.id, ": no emitter for step '", step, "'");
+      u.kv = u.kv || fs->uses_kv_cache;
+      u.state = u.state || fs->uses_recurrent_state;
+    }
+  return uses;
+}
+
+bool uses_dims(const std::vector<KindUse>& uses, const std::string& group) {
+  for (const auto& u : uses)
+    for (const auto& step : u.kind.forward)
+      if (find_forward_step(step)->dims == group) return true;
+  return false;
+}
+
+// Dimensions beyond the dense ones, for the layer kinds this engine has (engine_config.h).
+std::string extra_dims(const ckb::Family& family, const coverage::Plan& plan) {
+  const nlohmann::json root = root_config(plan);
+  const nlohmann::json& text = io::text_config_of(root);
+  const auto uses = kinds_in_use(family, text, plan.config->num_hidden_layers);
+  std::ostringstream o;
+  if (uses_dims(uses, "gdn")) {
+    o << "\n// Gated DeltaNet (linear attention) layers.\n"
+      << "inline constexpr int kLinearKeyHeads = " << config_int(text, "linear_num_key_heads") << ";\n"
+      << "inline constexpr int kLinearValueHeads = " << config_int(text, "linear_num_value_heads") << ";\n"
+      << "inline constexpr int kLinearKeyDim = " << config_int(text, "linear_key_head_dim") << ";\n"
+      << "inline constexpr int kLinearValueDim = " << config_int(text, "linear_value_head_dim") << ";\n"
+      << "inline constexpr int kConvKernel = " << config_int(text, "linear_conv_kernel_dim") << ";\n";
+  }
+  if (uses_dims(uses, "moe")) {
+    auto flag = [&](const char* key, bool fallback) {
+      auto it = text.find(key);
+      if (it == text.end()) return fallback;
+      if (!it->is_boolean()) fail("config.json: field '", key, "': expected true or false");
+      return it->get<bool>();
+    };
+    o << "\n// Sparse mixture-of-experts MLP.\n"
+      << "inline constexpr int kExperts = " << config_int(text, "num_experts") << ";\n"
+      << "inline constexpr int kExpertsPerToken = " << config_int(text, "num_experts_per_tok") << ";\n"
+      << "inline constexpr int kMoeIntermediate = " << config_int(text, "moe_intermediate_size") << ";\n"
+      << "inline constexpr int kSharedExpertIntermediate = " << config_int(text, "shared_expert_intermediate_size") << ";\n"
+      << "inline constexpr bool kNormTopkProb = " << (flag("norm_topk_prob", true) ? "true" : "false") << ";\n";
+  }
+  return o.str();
+}
+
+// The Model member of a per-layer weight: the path after "layers.{L}." without ".weight" and the expert index,
+// dots as underscores ("self_attn.q_proj.weight" -> self_attn_q_proj, "mlp.experts.{E}.up_proj.weight" ->
+// mlp_experts_up_proj, "linear_attn.A_log" -> linear_attn_A_log).
+std::string layer_member(const std::string& declared) {
+  const std::string marker = "layers.{L}.";
+  const std::size_t pos = declared.find(marker);
+  std::string rest = declared.substr(pos + marker.size());
+  rest = replace_all(rest, ".{E}", "");
+  if (rest.size() > 7 && rest.compare(rest.size() - 7, 7, ".weight") == 0) rest.resize(rest.size() - 7);
+  return replace_all(rest, ".", "_");
+}
+
+// The member of a global weight: its module name ("model.norm.weight" -> norm_, "lm_head.weight" -> lm_head_).
+std::string global_member(const std::string& declared) {
+  std::vector<std::string> parts;
+  std::stringstream ss(declared);
+  std::string p;
+  while (std::getline(ss, p, '.')) parts.push_back(p);
+  if (parts.size() < 2) fail("generator: weight name '", declared, "' has no module component");
+  return parts[parts.size() - 2] + "_";
+}
+
+// A declared weight name as the checkpoint stores it (the family's name map for this architecture).
+std::string stored_name(const ckb::Family& family, const std::string& architecture, const std::string& declared) {
+  const ckb::NameMap* map = family.name_map_for(architecture);
+  if (map && declared.rfind(map->prefix, 0) == 0) return map->replacement + declared.substr(map->prefix.size());
+  return declared;
+}
+
+std::string layer_list_cpp(const std::vector<int>& layers, int n_layers) {
+  if (int(layers.size()) == n_layers) return "";
+  std::string s = "{";
+  for (std::size_t i = 0; i < layers.size(); ++i) s += (i ? ", " : "") + std::to_string(layers[i]);
+  return s + "}";
+}
+
+std::string indent(const std::string& code, const std::string& pad) {
+  std::string out;
+  std::stringstream ss(code);
+  std::string line;
+  while (std::getline(ss, line)) out += (line.empty() ? "" : pad) + line + "\n";
+  return out;
+}
+
+std::string camel(const std::string& id) {
+  std::string out;
+  bool up = true;
+  for (char c : id) {
+    if (c == '_') { up = true; continue; }
+    out += up ? char(std::toupper(static_cast<unsigned char>(c))) : c;
+    up = false;
+  }
+  return out;
+}
 }  // namespace
 
 std::string emit_engine_config(const ckb::Family& family, const coverage::Plan& plan, const EmitOptions& options) {
@@ -456,6 +496,8 @@ std::string emit_engine_config(const ckb::Family& family, const coverage::Plan& 
       {"@THETA@", fmt_double(c.rope_theta)},
       {"@TIED@", c.tie_word_embeddings ? "true" : "false"},
       {"@ROPE_SCALING@", c.rope_scaling ? "true" : "false"},
+      {"@ROTARY_DIM@", std::to_string(rotary_dim(plan))},
+      {"@EXTRA_DIMS@", extra_dims(family, plan)},
       {"@THREADS@", std::to_string(plan.threads)},
       {"@MAX_BATCH@", std::to_string(plan.constraints.max_batch)},
       {"@MAX_CONTEXT@", std::to_string(plan.constraints.max_context)},
@@ -476,92 +518,348 @@ std::string emit_engine_config(const ckb::Family& family, const coverage::Plan& 
 
 std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, const EmitOptions& options) {
   const io::ModelConfig& c = *plan.config;
-  if (!family.layer_kinds.empty())
-    fail("generator: family ", family.id, " declares layer kinds; the generator emits one uniform dense layer "
-         "([forward].layer) and has no emitter for them (coverage reports this as a gap)");
-  for (const auto& step : family.forward_layer)
-    if (std::find(ckb::known_forward_steps().begin(), ckb::known_forward_steps().end(), step) ==
-        ckb::known_forward_steps().end())
-      fail("generator: family ", family.id, ": unknown forward step '", step, "'");
-  const bool qk_norm = has_step(family, "qk_norm");
+  const nlohmann::json root = root_config(plan);
+  const nlohmann::json& text = io::text_config_of(root);
+  const int n_layers = c.num_hidden_layers;
   const bool tied = c.tie_word_embeddings;
+  const std::string arch = c.architecture;
+  const std::vector<KindUse> uses = kinds_in_use(family, text, n_layers);
+  for (const auto& step : family.forward_final)
+    if (!find_forward_step(step)) fail("generator: family ", family.id, ": no emitter for final step '", step, "'");
+  const bool gdn = uses_dims(uses, "gdn"), moe = uses_dims(uses, "moe");
+  const bool int8 = plan.dtype == "int8";
+  if (int8 && moe)
+    fail("generator: int8 weights are not implemented for mixture-of-experts layers (model/moe_mlp.h reads the "
+         "experts as stored); generate with dtype bf16");
 
-  // Weights: per-layer members, global members, the required table and the binding code.
-  std::ostringstream layer_fields, global_fields, required, bind;
-  std::set<std::string> declared_roles;
-  bind << "    const int n_layers = kLayers;\n";
-  std::ostringstream bind_layer;
+  // ---- the layer pattern: per role (token mixer, MLP), which kind each layer runs and its cache slot ------------
+  // A slot is the layer's index among the layers that share a cache: the KV cache holds only the attention layers,
+  // the recurrent state only the linear-attention layers.
+  std::vector<int> slot(std::size_t(n_layers) * 2, -1);  // [role][layer]
+  std::vector<int> kind_of(std::size_t(n_layers) * 2, -1);
+  int kv_layers = 0, state_layers = 0;
+  std::vector<std::vector<int>> kinds_by_role(2);
+  for (std::size_t k = 0; k < uses.size(); ++k) {
+    const int role = uses[k].kind.role == "mlp" ? 1 : 0;
+    if (uses[k].kv && uses[k].state) fail("generator: layer kind ", uses[k].kind.id, " uses both the KV cache and a recurrent state");
+    kinds_by_role[std::size_t(role)].push_back(int(k));
+    for (int l : uses[k].layers) {
+      const std::size_t at = std::size_t(role) * std::size_t(n_layers) + std::size_t(l);
+      if (kind_of[at] >= 0)
+        fail("generator: family ", family.id, ": layer ", l, " matches two ", role ? "MLP" : "mixer", " kinds (",
+             uses[std::size_t(kind_of[at])].kind.id, ", ", uses[k].kind.id, ")");
+      kind_of[at] = int(k);
+    }
+  }
+  for (int l = 0; l < n_layers; ++l) {  // slots in layer order
+    const int k = kind_of[std::size_t(l)];
+    if (k < 0) fail("generator: family ", family.id, ": layer ", l, " has no token-mixer kind (config layer_types)");
+    slot[std::size_t(l)] = uses[std::size_t(k)].kv ? kv_layers++ : uses[std::size_t(k)].state ? state_layers++ : l;
+    const int m = kind_of[std::size_t(n_layers + l)];
+    if (m >= 0) slot[std::size_t(n_layers + l)] = 0;
+    else if (!kinds_by_role[1].empty()) fail("generator: family ", family.id, ": layer ", l, " has no MLP kind");
+  }
+  if (kv_layers == 0) fail("generator: family ", family.id, ": no layer uses the KV cache; the engine needs one (sequence bookkeeping)");
+
+  std::ostringstream constants;
+  auto list_of = [&](auto value) {
+    std::string s;
+    for (int l = 0; l < n_layers; ++l) s += (l ? ", " : "") + value(l);
+    return s;
+  };
+  constants << "  static constexpr int kRotaryDim = config::kRotaryDim;\n"
+            << "  static constexpr int kKvLayers = " << kv_layers << ";  // layers holding K/V in the paged cache\n";
+  std::string layer_calls, batch_layer_calls, pattern;
+  for (int role = 0; role < 2; ++role) {
+    const auto& ks = kinds_by_role[std::size_t(role)];
+    if (ks.empty()) continue;
+    const std::string enum_name = role ? "Mlp" : "Mixer";
+    auto call = [&](int k, const std::string& slot_expr, bool batch) {
+      return camel(uses[std::size_t(k)].kind.id) + (batch ? "Batch" : "") + "<N>(w, " + slot_expr +
+             (batch ? ", seqs, positions, T);" : ", seq, start, T);");
+    };
+    const std::string slot_array = role ? "" : "kSlot";
+    if (ks.size() == 1 && int(uses[std::size_t(ks[0])].layers.size()) == n_layers) {
+      const std::string se = role ? "0" : (uses[std::size_t(ks[0])].kv || uses[std::size_t(ks[0])].state ? "kSlot[l]" : "l");
+      layer_calls += "      " + call(ks[0], se, false) + "\n";
+      batch_layer_calls += "      " + call(ks[0], se, true) + "\n";
+    } else {
+      pattern += "  // " + std::string(role ? "MLP" : "token mixer") + " of each layer (config.json layer_types).\n  enum class " + enum_name + " { ";
+      for (std::size_t i = 0; i < ks.size(); ++i) pattern += (i ? ", " : "") + uses[std::size_t(ks[i])].kind.id;
+      pattern += " };\n  static constexpr " + enum_name + " k" + enum_name + "Of[kLayers] = {" +
+                 list_of([&](int l) { return enum_name + "::" + uses[std::size_t(kind_of[std::size_t(role * n_layers + l)])].kind.id; }) + "};\n";
+      std::string sw = "      switch (k" + enum_name + "Of[l]) {\n", swb = sw;
+      for (int k : ks) {
+        const std::string se = role ? "0" : "kSlot[l]";
+        sw += "        case " + enum_name + "::" + uses[std::size_t(k)].kind.id + ": " + call(k, se, false) + " break;\n";
+        swb += "        case " + enum_name + "::" + uses[std::size_t(k)].kind.id + ": " + call(k, se, true) + " break;\n";
+      }
+      layer_calls += sw + "      }\n";
+      batch_layer_calls += swb + "      }\n";
+    }
+  }
+  pattern += "  // Each layer's index in the cache its token mixer uses (KV cache or recurrent state).\n"
+             "  static constexpr int kSlot[kLayers] = {" + list_of([&](int l) { return std::to_string(slot[std::size_t(l)]); }) + "};\n";
+  constants << pattern;
+  if (gdn) {
+    constants << "  // Gated DeltaNet: conv channels q | k | v, the delta rule's heads, its prefill chunk and the L2-norm epsilon.\n"
+              << "  static constexpr int kLinearKeyHeads = config::kLinearKeyHeads, kLinearValueHeads = config::kLinearValueHeads;\n"
+              << "  static constexpr int kLinearKeyDim = config::kLinearKeyDim, kLinearValueDim = config::kLinearValueDim;\n"
+              << "  static constexpr int kKeyWidth = kLinearKeyHeads * kLinearKeyDim;      // q (or k) of every key head\n"
+              << "  static constexpr int kValueWidth = kLinearValueHeads * kLinearValueDim;  // v (or z, or the output)\n"
+              << "  static constexpr int kConvDim = 2 * kKeyWidth + kValueWidth;\n"
+              << "  static constexpr int kStateLayers = " << state_layers << ";  // layers holding a recurrent state\n"
+              << "  static constexpr mi::model::Conv1dDims kConv{kConvDim, config::kConvKernel};\n"
+              << "  static constexpr mi::model::GatedDeltaDims kDelta{kLinearKeyHeads, kLinearValueHeads, kLinearKeyDim, kLinearValueDim};\n"
+              << "  static constexpr int kDeltaChunk = 64;  // tokens per chunk of the chunked (prefill) delta rule\n"
+              << "  static constexpr float kL2NormEps = 1e-6f;  // q, k: x / sqrt(sum x^2 + eps) (HF l2norm eps)\n"
+              << "  static inline const float kQueryScale = 1.0f / std::sqrt(float(kLinearKeyDim));  // applied once, to q\n";
+  }
+  if (moe)
+    constants << "  static constexpr mi::model::MoeDims kMoe{kHidden, config::kExperts, config::kExpertsPerToken, config::kMoeIntermediate,\n"
+              << "                                            config::kSharedExpertIntermediate, config::kNormTopkProb};\n";
+
+  // ---- weights: fields, the required table, binding -------------------------------------------------------------
+  const auto dims_of = [&](const ckb::WeightDecl& w) {
+    std::vector<int64_t> d;
+    for (const auto& e : w.shape) d.push_back(ckb::eval_shape_expr(e, text, "weight " + w.name));
+    return d;
+  };
+  std::ostringstream layer_fields, global_fields, required, bind, extra_loaders;
+  std::map<std::string, std::string> layer_binds;  // kind id ("" = every layer) -> binding code
+  std::set<std::string> members;
+  std::string layer_prefix;
   for (const auto& w : family.weights) {
     if ((w.when == "tied" && !tied) || (w.when == "untied" && tied)) continue;
-    const std::string role = role_of(w.name);
-    const bool per_layer = w.name.find("{L}") != std::string::npos;
-    const bool is_vector = w.shape.size() == 1;
+    const std::vector<int64_t> d = dims_of(w);
     std::string dims;
-    for (const auto& e : w.shape) dims += (dims.empty() ? "" : ", ") + std::to_string(ckb::eval_shape_expr(e, nlohmann::json{
-        {"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size}, {"intermediate_size", c.intermediate_size},
-        {"num_hidden_layers", c.num_hidden_layers}, {"num_attention_heads", c.num_attention_heads},
-        {"num_key_value_heads", c.num_key_value_heads}, {"head_dim", c.head_dim}}, "weight " + w.name));
-    const std::string length = is_vector ? dims : "";
-    // Embedding lookups read the mapped table; every other matrix is a projection (Mat: mapped, or int8 at load).
-    const bool lookup = role == "embed_tokens";
-    const std::string matrix_type = lookup ? "const W* " : "Mat ";
-    const std::string matrix_fn = lookup ? "mapped(" : "matrix(";
-    if (per_layer) {
-      const std::size_t pos = w.name.find("{L}");
-      const std::string prefix = w.name.substr(0, pos), suffix = w.name.substr(pos + 3);
-      required << "    for (int l = 0; l < kLayers; ++l) r.push_back({" << cpp_string(prefix) << " + std::to_string(l) + "
-               << cpp_string(suffix) << ", {" << dims << "}});\n";
-      layer_fields << "    " << (is_vector ? "std::vector<float> " : matrix_type) << role << (is_vector ? ";" : " = nullptr;")
-                   << "  // " << w.name << " [" << dims << "] (contract " << w.contract << ")\n";
-      bind_layer << "      w." << role << " = " << (is_vector ? "vector(" : matrix_fn) << "p + " << cpp_string(suffix)
-                 << (is_vector ? ", " + length + ")" : ")") << ";\n";
-      // prefix is the same for every per-layer weight ("model.layers."); checked below.
-      if (prefix != "model.layers.") fail("generator: per-layer weight '", w.name, "' does not start with model.layers.{L}.");
+    int64_t elements = 1;
+    for (int64_t v : d) dims += (dims.empty() ? "" : ", ") + std::to_string(v), elements *= v;
+    const std::string stored = stored_name(family, arch, w.name);
+    // A vector (norm weight, per-head parameter, conv kernel) is widened to f32 once; (1+w) norms fold the 1 in.
+    const bool is_vector = d.size() == 1 || w.contract == "conv1d_state";
+    const bool one_plus_w = w.norm == "1+w";
+    const std::string vector_fn = one_plus_w ? "vector_one_plus_w(" : "vector(";
+    const bool expert = w.name.find("{E}") != std::string::npos;
+    // Embedding lookups and the MoE component read weights as stored; projections are Mat (mapped, or int8).
+    const bool as_stored = global_member(w.name) == "embed_tokens_" || w.contract == "moe_mlp";
+    const std::string matrix_type = as_stored ? "const W*" : "Mat";
+    const std::string matrix_fn = as_stored ? "mapped(" : "matrix(";
+    const std::string comment = "// " + stored + " [" + dims + "] (contract " + w.contract + (one_plus_w ? ", 1 + w folded in" : "") + ")";
+    if (w.name.find("{L}") != std::string::npos) {
+      const std::size_t pos = stored.find("{L}");
+      const std::string prefix = stored.substr(0, pos), suffix = stored.substr(pos + 3);
+      if (layer_prefix.empty()) layer_prefix = prefix;
+      if (prefix != layer_prefix) fail("generator: per-layer weight '", stored, "' does not start with ", layer_prefix, "{L}");
+      const std::string member = layer_member(w.name);
+      if (!members.insert(member).second) fail("generator: family ", family.id, ": two weights bind member ", member);
+      std::vector<int> layers;
+      if (w.kind.empty()) for (int l = 0; l < n_layers; ++l) layers.push_back(l);
+      else if (const ckb::LayerKind* k = family.find_layer_kind(w.kind)) layers = ckb::layers_of_kind(*k, text, "weight " + w.name);
+      else fail("generator: weight ", w.name, " names unknown layer kind ", w.kind);
+      if (layers.empty()) continue;
+      const std::string over = layer_list_cpp(layers, n_layers);
+      const std::string loop = over.empty() ? "for (int l = 0; l < kLayers; ++l)" : "for (int l : std::initializer_list<int>" + over + ")";
+      std::string type = is_vector ? "std::vector<float>" : matrix_type;
+      if (expert) {
+        const std::size_t e = suffix.find("{E}");
+        const std::string mid = suffix.substr(0, e), tail = suffix.substr(e + 3);
+        required << "    " << loop << "\n      for (int e = 0; e < config::kExperts; ++e)\n        r.push_back({"
+                 << cpp_string(prefix) << " + std::to_string(l) + " << cpp_string(mid) << " + std::to_string(e) + "
+                 << cpp_string(tail) << ", {" << dims << "}});\n";
+        layer_fields << "    std::vector<const W*> " << member << ";  // " << stored << " x kExperts [" << dims << "]\n";
+        layer_binds[w.kind] += "      for (int e = 0; e < config::kExperts; ++e) w." + member + ".push_back(mapped(p + " +
+                               cpp_string(mid) + " + std::to_string(e) + " + cpp_string(tail) + "));\n";
+        continue;
+      }
+      required << "    " << loop << " r.push_back({" << cpp_string(prefix) << " + std::to_string(l) + " << cpp_string(suffix)
+               << ", {" << dims << "}});\n";
+      layer_fields << "    " << type << " " << member << (is_vector ? "" : " = nullptr") << ";  " << comment << "\n";
+      layer_binds[w.kind] += "      w." + member + " = " + (is_vector ? vector_fn : matrix_fn) + "p + " + cpp_string(suffix) +
+                             (is_vector ? ", " + std::to_string(elements) + ")" : ")") + ";\n";
     } else {
-      required << "    r.push_back({" << cpp_string(w.name) << ", {" << dims << "}});\n";
-      global_fields << "  " << (is_vector ? "std::vector<float> " : matrix_type) << role << "_"
-                    << (is_vector ? ";" : " = nullptr;") << "  // " << w.name << " [" << dims << "] (contract "
-                    << w.contract << ")\n";
-      bind << "    " << role << "_ = " << (is_vector ? "vector(" : matrix_fn) << cpp_string(w.name)
-           << (is_vector ? ", " + length + ")" : ")") << ";\n";
+      const std::string member = global_member(w.name);
+      required << "    r.push_back({" << cpp_string(stored) << ", {" << dims << "}});\n";
+      global_fields << "  " << (is_vector ? "std::vector<float>" : matrix_type) << " " << member << (is_vector ? "" : " = nullptr")
+                    << ";  " << comment << "\n";
+      bind << "    " << member << " = " << (is_vector ? vector_fn : matrix_fn) << cpp_string(stored)
+           << (is_vector ? ", " + std::to_string(elements) + ")" : ")") << ";\n";
     }
-    declared_roles.insert(role);
   }
   if (tied) {
     global_fields << "  Mat lm_head_ = nullptr;  // tied: the embedding matrix (tie_word_embeddings)\n";
-    bind << "    lm_head_ = matrix(\"model.embed_tokens.weight\");  // tie_word_embeddings: the head is the embedding matrix\n";
+    bind << "    lm_head_ = matrix(" << cpp_string(stored_name(family, arch, "model.embed_tokens.weight"))
+         << ");  // tie_word_embeddings: the head is the embedding matrix\n";
   }
-  bind << "    layers_.resize(std::size_t(n_layers));\n    for (int l = 0; l < n_layers; ++l) {\n"
-       << "      const std::string p = \"model.layers.\" + std::to_string(l);\n      LayerWeights& w = layers_[std::size_t(l)];\n"
-       << bind_layer.str() << "    }\n";
+  // Step-specific binding (e.g. the MoE weight view) after a kind's weights.
+  for (const auto& u : uses) {
+    std::string extra;
+    for (const auto& step : u.kind.forward) extra += find_forward_step(step)->bind;
+    if (extra.empty()) continue;
+    if (moe) layer_fields << "    mi::model::MoeWeights<W> moe;  // views of the mlp.* weights above (model/moe_mlp.h)\n";
+    layer_binds["~" + u.kind.id] += indent(extra, "      ");
+  }
+  bind << "    layers_.resize(std::size_t(kLayers));\n";
+  auto emit_bind = [&](const std::string& kind_id, const std::string& code) {
+    std::vector<int> layers;
+    const std::string id = kind_id.empty() || kind_id[0] != '~' ? kind_id : kind_id.substr(1);
+    if (id.empty()) for (int l = 0; l < n_layers; ++l) layers.push_back(l);
+    else for (const auto& u : uses) if (u.kind.id == id) layers = u.layers;
+    const std::string over = layer_list_cpp(layers, n_layers);
+    bind << "    " << (over.empty() ? "for (int l = 0; l < kLayers; ++l)" : "for (int l : std::initializer_list<int>" + over + ")")
+         << " {" << (id.empty() ? "" : "  // " + id) << "\n      const std::string p = " << cpp_string(layer_prefix)
+         << " + std::to_string(l);\n      [[maybe_unused]] LayerWeights& w = layers_[std::size_t(l)];\n" << code << "    }\n";
+  };
+  for (const auto& [kind_id, code] : layer_binds) emit_bind(kind_id, code);
+  bool any_one_plus_w = false;
+  for (const auto& w : family.weights) any_one_plus_w = any_one_plus_w || w.norm == "1+w";
+  if (any_one_plus_w)
+    extra_loaders << "  // (1+w) RMSNorm weights (rmsnorm_one_plus_w): stored zero-centred, widened and folded to 1 + w once.\n"
+                  << "  std::vector<float> vector_one_plus_w(const std::string& name, int n) const {\n"
+                  << "    std::vector<float> w = vector(name, n);\n    mi::model::fold_one_plus_w(w);\n    return w;\n  }\n";
+  // Interleaved M-RoPE: token ids are text positions, where it is the plain partial rotary (model/mrope_text.h).
+  std::string mrope_check;
+  if (auto rp = text.find("rope_parameters"); rp != text.end() && rp->is_object() && rp->contains("mrope_section")) {
+    const auto& sec = (*rp)["mrope_section"];
+    if (!sec.is_array() || sec.size() != 3 || !sec[0].is_number_integer() || !sec[1].is_number_integer() || !sec[2].is_number_integer())
+      fail("config.json: rope_parameters.mrope_section: expected three integers [t, h, w]");
+    mrope_check = "    // rope_parameters.mrope_section: text positions reduce interleaved M-RoPE to the partial rotary.\n"
+                  "    mi::model::check_text_mrope({" + std::to_string(sec[0].get<int>()) + ", " + std::to_string(sec[1].get<int>()) +
+                  ", " + std::to_string(sec[2].get<int>()) + "}, kRotaryDim);\n";
+  }
 
-  // Profiled ops: the embedding, then each distinct step in forward order (a step that occurs twice in a layer,
-  // like residual_add, is one op whose time sums both).
+  // ---- layer functions, profiled op per step ---------------------------------------------------------------------
   std::vector<std::string> ops = {"embed"};
   auto op_index = [&](const std::string& step) {
     auto it = std::find(ops.begin(), ops.end(), step);
     if (it == ops.end()) it = ops.insert(ops.end(), step);
     return std::to_string(it - ops.begin());
   };
-  // Each step in its own scope, timed as its op when a profiler is set.
-  auto timed = [](const std::string& indent, const std::string& index, const std::string& code) {
-    return indent + "{\n" + indent + "  const mi::model::OpTimer op_timer(profiler_, " + index + ");\n" + code + indent + "}\n";
+  auto timed = [](const std::string& pad, const std::string& index, const std::string& code) {
+    return pad + "{\n" + pad + "  const mi::model::OpTimer op_timer(profiler_, " + index + ");\n" + indent(code, pad + "  ") + pad + "}\n";
   };
-  const std::string embed_step =
-      timed("    ", op_index("embed"), "    mi::model::embed_tokens(embed_tokens_, kVocab, kHidden, ids, T, x_);\n");
-  std::string steps_comment, layer_steps, batch_layer_steps, final_steps;
-  for (const auto& step : family.forward_layer) {
-    steps_comment += (steps_comment.empty() ? "" : " -> ") + step;
-    const std::string index = op_index(step);
-    layer_steps += "    // " + step + "\n" + timed("    ", index, emit_layer_step(step, qk_norm, false));
-    batch_layer_steps += "    // " + step + "\n" + timed("    ", index, emit_layer_step(step, qk_norm, true));
+  std::set<std::string> buffers = {"x_", "h_"};
+  std::vector<std::string> widths = {"kHidden"};
+  std::string layer_functions;
+  for (const auto& u : uses) {
+    const bool has_qk_norm = std::count(u.kind.forward.begin(), u.kind.forward.end(), "qk_norm") > 0;
+    std::string chunk, batch, chain;
+    for (const auto& step : u.kind.forward) {
+      const ForwardStep& fs = *find_forward_step(step);
+      chain += (chain.empty() ? "" : " -> ") + step;
+      std::string cc = fs.chunk, bc = fs.batch.empty() ? fs.chunk : fs.batch;
+      std::vector<std::string> used = fs.buffers;
+      if (!has_qk_norm) {  // without q/k norms the projections write the rotated buffers directly
+        for (std::string* code : {&cc, &bc}) *code = replace_all(replace_all(*code, "q_raw_", "q_"), "k_raw_", "k_");
+        for (auto& b : used) b = b == "q_raw_" ? "q_" : b == "k_raw_" ? "k_" : b;
+      }
+      buffers.insert(used.begin(), used.end());
+      widths.insert(widths.end(), fs.matmul_input_widths.begin(), fs.matmul_input_widths.end());
+      const std::string index = op_index(step);
+      chunk += "    // " + step + "\n" + timed("    ", index, cc);
+      batch += "    // " + step + "\n" + timed("    ", index, bc);
+    }
+    const std::string name = camel(u.kind.id);
+    const std::string what = u.kind.id + (u.kind.summary.empty() ? "" : ": " + u.kind.summary);
+    layer_functions += "  // " + what + "\n  //   " + chain + "\n  // Layers " + (int(u.layers.size()) == n_layers ? "all" : layer_list_cpp(u.layers, n_layers)) +
+                       "; T tokens of sequence seq from position start.\n"
+                       "  template <mi::model::Numerics N>\n  void " + name +
+                       "(const LayerWeights& w, [[maybe_unused]] int slot, [[maybe_unused]] int seq, [[maybe_unused]] int start, int T) {\n"
+                       "    using In = mi::model::MatmulInput<N>;\n" + chunk + "  }\n"
+                       "  // The same steps for a batched decode step: row b is one token of seqs[b] at positions[b].\n"
+                       "  template <mi::model::Numerics N>\n  void " + name + "Batch(const LayerWeights& w, [[maybe_unused]] int slot, "
+                       "[[maybe_unused]] const int* seqs, [[maybe_unused]] const int* positions, int T) {\n"
+                       "    using In = mi::model::MatmulInput<N>;\n" + batch + "  }\n\n";
   }
+  const std::string embed_step =
+      timed("    ", op_index("embed"), "mi::model::embed_tokens(embed_tokens_, kVocab, kHidden, ids, T, x_);\n");
+  std::string final_steps, final_list;
   for (const auto& step : family.forward_final) {
-    steps_comment += " -> " + step;
-    final_steps += "  // " + step + "\n" + timed("  ", op_index(step), emit_final_step(step));
+    const ForwardStep& fs = *find_forward_step(step);
+    final_list += (final_list.empty() ? "" : " -> ") + step;
+    buffers.insert(fs.buffers.begin(), fs.buffers.end());
+    widths.insert(widths.end(), fs.matmul_input_widths.begin(), fs.matmul_input_widths.end());
+    final_steps += "    // " + step + "\n    {\n      using In = mi::model::MatmulInput<N>;\n" +
+                   indent(timed("", op_index(step), fs.chunk), "      ") + "    }\n";
   }
   std::string op_names;
   for (const auto& op : ops) op_names += (op_names.empty() ? "" : ", ") + cpp_string(op);
+
+  // ---- scratch ----------------------------------------------------------------------------------------------------
+  std::sort(widths.begin(), widths.end());
+  widths.erase(std::unique(widths.begin(), widths.end()), widths.end());
+  std::string width_expr = "std::max<std::size_t>({";
+  for (std::size_t i = 0; i < widths.size(); ++i) width_expr += (i ? ", " : "") + std::string("std::size_t(") + widths[i] + ")";
+  width_expr += "})";
+  std::ostringstream plan_code, take_code, fields;
+  std::vector<std::string> order = {"x_", "h_"};
+  for (const auto& b : buffers) if (b != "x_" && b != "h_") order.push_back(b);
+  for (const auto& name : order) {
+    const ScratchBuffer& b = scratch_buffer(name);
+    plan_code << "    p.add<" << b.type << ">(" << b.count << ");\n";
+    take_code << "    " << b.name << " = arena_.take<" << b.type << ">(" << b.count << ");\n";
+    fields << "  " << b.type << "* " << b.name << " = nullptr;  // " << b.shape << "\n";
+  }
+  plan_code << "    p.add<mi::bf16_t>(T * " << width_expr << ");  // bf16-rounded matmul inputs (fast numerics)\n"
+            << "    p.add<int>(max_batch);  // positions of a batched decode step\n";
+  take_code << "    rounded_bf16_ = arena_.take<mi::bf16_t>(T * " << width_expr << ");\n"
+            << "    batch_positions_ = arena_.take<int>(max_batch);\n";
+  fields << "  mi::bf16_t* rounded_bf16_ = nullptr;  // [T, widest matmul input] bf16 copies of matmul inputs (fast numerics)\n"
+         << "  int* batch_positions_ = nullptr;       // [max_batch] positions of a batched decode step\n";
+  std::string scratch_views =
+      "  template <mi::model::Numerics N>\n  mi::model::MatmulInput<N>* rounded() {\n"
+      "    if constexpr (N == mi::model::Numerics::fast) return rounded_bf16_;\n    else return nullptr;\n  }\n";
+  // MoE: its own scratch (router logits, routing, per-expert rows). Taken in the widest numerics the engine runs.
+  const std::string moe_numerics = plan.fast_numerics ? "mi::model::Numerics::fast" : "mi::model::Numerics::precise";
+  if (moe) {
+    plan_code << "    mi::model::plan_moe_scratch<" << moe_numerics << ">(p, kMoe, int(T));\n";
+    take_code << "    moe_scratch_ = mi::model::take_moe_scratch<" << moe_numerics << ">(arena_, kMoe, int(T));\n";
+    fields << "  mi::model::MoeScratch<" << moe_numerics << "> moe_scratch_;  // router, routing and expert rows for T tokens\n";
+    scratch_views += plan.fast_numerics
+                         ? "  template <mi::model::Numerics N>\n  mi::model::MoeScratch<N> moe_scratch() const {\n"
+                           "    if constexpr (N == mi::model::Numerics::fast) return moe_scratch_;\n"
+                           "    else return mi::model::without_rounding(moe_scratch_);\n  }\n"
+                         : "  template <mi::model::Numerics N>\n  mi::model::MoeScratch<N> moe_scratch() const {\n"
+                           "    static_assert(N == mi::model::Numerics::precise, \"this engine runs precise numerics only\");\n"
+                           "    return moe_scratch_;\n  }\n";
+  }
+
+  // ---- components, state, options ---------------------------------------------------------------------------------
+  std::set<std::string> includes = {"model/embedding.h", "model/linear.h", "model/lm_head.h", "model/op_profiler.h",
+                                    "model/rms_norm.h", "model/rotary.h", "model/scratch_arena.h", "runtime/kv_cache.h",
+                                    "runtime/thread_pool.h", "model/attention.h"};
+  for (const auto& u : uses)
+    for (const auto& step : u.kind.forward) {
+      if (step == "swiglu_mlp") includes.insert("model/swiglu_mlp.h");
+      if (step == "split_query_gate" || step == "output_gate") includes.insert("model/gated_attention.h");
+      if (step == "causal_conv1d") includes.insert("model/causal_conv1d.h");
+      if (step == "gated_delta_rule" || step == "gdn_gates" || step == "l2norm_qk") includes.insert("model/gated_delta_rule.h");
+      if (step == "gdn_in_proj_grouped") includes.insert("model/gated_deltanet_layout.h");
+      if (step == "rms_norm_gated") includes.insert("model/rms_norm_gated.h");
+      if (step == "moe_mlp") includes.insert("model/moe_mlp.h");
+    }
+  if (state_layers > 0) includes.insert("model/recurrent_state.h");
+  if (any_one_plus_w) includes.insert("model/rms_norm_one_plus_w.h");
+  if (!mrope_check.empty()) includes.insert("model/mrope_text.h");
+  if (int8) includes.insert("model/int8_weights.h");
+  std::string include_lines = "#include \"@KERNEL_HEADER@\"\n";
+  if (int8) include_lines = "#include <deque>\n\n" + include_lines;
+  if (gdn) include_lines = "#include <cmath>\n" + include_lines;
+  for (const auto& inc : includes) include_lines += "#include \"" + inc + "\"\n";
+
+  std::string state_init, state_field, check_options, new_sequence;
+  if (state_layers > 0) {
+    state_init = "        state_({kStateLayers, kConv, kDelta, options_.max_batch}),\n";
+    state_field = "  mi::model::RecurrentStateCache state_;  // conv + delta-rule state per sequence and linear layer\n";
+    check_options =
+        "    // A cached KV prefix cannot restore the linear layers' recurrent state (ckb/contracts/recurrent_state.toml).\n"
+        "    if (o.prefix_cache)\n      mi::fail(\"prefix cache: this engine has linear-attention layers whose recurrent state a cached KV prefix \"\n"
+        "               \"cannot restore; run it without the prefix cache\");\n";
+    new_sequence = "  // A new sequence starts from zero recurrent state.\n"
+                   "  int new_sequence() {\n    const int seq = cache_.allocate_sequence();\n    state_.clear(seq);\n    return seq;\n  }\n";
+  } else {
+    new_sequence = "  int new_sequence() { return cache_.allocate_sequence(); }\n";
+  }
 
   std::string rope;
   if (c.rope_scaling) {
@@ -578,12 +876,11 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
   const std::string level = plan.kernel_level;
   // platform.dtype = "int8" (ckb/contracts/int8_weights.toml): the projections are quantised at load from the stored
   // bf16/f32 matrices, which stay mapped for the embedding lookups only.
-  const bool int8 = plan.dtype == "int8";
-  const std::string stored = int8 ? plan.weight_dtype : plan.dtype;
+  const std::string stored_dtype = int8 ? plan.weight_dtype : plan.dtype;
   if (int8) {
     global_fields << "  std::deque<mi::model::Int8Matrix> int8_;  // the quantised projections (stable addresses)\n";
-    if (stored != "bf16" && stored != "f32")
-      fail("generator: int8 weights are quantised from bf16 or f32 matrices; the checkpoint stores ", stored);
+    if (stored_dtype != "bf16" && stored_dtype != "f32")
+      fail("generator: int8 weights are quantised from bf16 or f32 matrices; the checkpoint stores ", stored_dtype);
   }
   const std::string matrix_fn =
       int8 ? "  // Quantised at load, row by row on the thread pool; the source pages are then released (int8_weights.h).\n"
@@ -595,6 +892,7 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
            : "  Mat matrix(const std::string& name) const { return mapped(name); }\n";
   std::string s = kModelTemplate;
   const std::map<std::string, std::string> values = {
+      {"@COMPONENT_INCLUDES@", include_lines},
       {"@VERSION@", METAINFER_VERSION},
       {"@FAMILY@", family.id},
       {"@ARCH@", c.architecture},
@@ -602,34 +900,45 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
       {"@KERNEL_HEADER@", "kernels/" + level + "/" + level + ".h"},
       {"@KERNEL_STRUCT@", plan.kernel_struct},
       {"@LEVEL@", level},
-      {"@WEIGHT_TYPE@", stored == "f32" ? "float" : "mi::bf16_t"},
+      {"@WEIGHT_TYPE@", stored_dtype == "f32" ? "float" : "mi::bf16_t"},
       {"@MATRIX_TYPE@", int8 ? "const mi::model::Int8Matrix*" : "const W*"},
       {"@MATRIX_FN@", matrix_fn},
-      {"@INT8_INCLUDE@", int8 ? "#include \"model/int8_weights.h\"\n#include <deque>\n" : ""},
       {"@DTYPE@", plan.dtype},
-      {"@STORED_DTYPE@", stored},
-      {"@DTYPE_ENUM@", stored == "f32" ? "F32" : "BF16"},
+      {"@STORED_DTYPE@", stored_dtype},
+      {"@DTYPE_ENUM@", stored_dtype == "f32" ? "F32" : "BF16"},
+      {"@MODEL_CONSTANTS@", constants.str()},
+      {"@STATE_INIT@", state_init},
+      {"@STATE_FIELD@", state_field},
+      {"@CHECK_OPTIONS@", check_options + mrope_check},
+      {"@NEW_SEQUENCE@", new_sequence},
+      {"@EXTRA_LOADERS@", extra_loaders.str()},
       {"@REQUIRED@", required.str()},
       {"@LAYER_FIELDS@", layer_fields.str()},
       {"@GLOBAL_FIELDS@", global_fields.str()},
       {"@BIND@", bind.str()},
       {"@ROPE_SCALING@", rope},
-      {"@STEPS@", steps_comment},
-      {"@LAYER_STEPS@", layer_steps},
+      {"@SCRATCH_PLAN@", plan_code.str()},
+      {"@SCRATCH_TAKE@", take_code.str()},
+      {"@SCRATCH_FIELDS@", fields.str()},
+      {"@SCRATCH_VIEWS@", scratch_views},
+      {"@LAYER_FUNCTIONS@", layer_functions},
+      {"@FINAL_LIST@", final_list},
+      {"@LAYER_CALLS@", layer_calls},
+      {"@BATCH_LAYER_CALLS@", batch_layer_calls},
       {"@FINAL_STEPS@", final_steps},
       {"@EMBED_STEP@", embed_step},
-      {"@BATCH_LAYER_STEPS@", batch_layer_steps},
       {"@OP_NAMES@", op_names},
       // Fast numerics feed bf16 activations to bf16 weights only: an f32- or int8-weight engine has no fast path.
+      // Fast numerics feed bf16 activations to bf16 weights only, and only where experience does not withhold it.
       {"@BATCH_DISPATCH@",
-       plan.dtype != "bf16"
-           ? "    if (options_.fast) mi::fail(\"--mode fast needs bf16 weights; this engine has " + plan.dtype + " weights\");\n"
+       !plan.fast_numerics
+           ? "    if (options_.fast) mi::fail(\"--mode fast is not offered by this engine: " + plan.fast_numerics_withheld + "\");\n"
              "    forward_batch_impl<mi::model::Numerics::precise>(seqs, ids, B, logits);"
            : "    if (options_.fast) forward_batch_impl<mi::model::Numerics::fast>(seqs, ids, B, logits);\n"
              "    else forward_batch_impl<mi::model::Numerics::precise>(seqs, ids, B, logits);"},
       {"@FORWARD_DISPATCH@",
-       plan.dtype != "bf16"
-           ? "    if (options_.fast) mi::fail(\"--mode fast needs bf16 weights; this engine has " + plan.dtype + " weights\");\n"
+       !plan.fast_numerics
+           ? "    if (options_.fast) mi::fail(\"--mode fast is not offered by this engine: " + plan.fast_numerics_withheld + "\");\n"
              "    forward_impl<mi::model::Numerics::precise>(seq, ids, n, logits, all_rows);"
            : "    if (options_.fast) forward_impl<mi::model::Numerics::fast>(seq, ids, n, logits, all_rows);\n"
              "    else forward_impl<mi::model::Numerics::precise>(seq, ids, n, logits, all_rows);"},
