@@ -378,9 +378,14 @@ std::vector<Row> catalogue() {
        }},
       {"plan_another_model_is_not_covered", false, "hidden_act = gelu (another model)", 3, "hidden_act",
        [](const Context& c) { return metainfer({"plan", "--model", edited(c, [](json& j) { j["hidden_act"] = "gelu"; }).string()}); }},
-      {"plan_hybrid_layer_kind_is_not_covered", false, "qwen3_next (gated delta net, known family, no emitter)", 3,
-       "the generator has no emitter for layer kind gated_deltanet",
-       [](const Context&) { return metainfer({"plan", "--model", golden("qwen3_next-tiny").string()}); }},
+      {"plan_hybrid_prefix_cache_is_not_covered", false, "qwen3_5 served with a prefix cache (recurrent state)", 3,
+       "prefix caching cannot restore the recurrent state",
+       [](const Context&) {
+         return metainfer({"plan", "--model", golden("qwen3_5-tiny").string(), "--mode", "serve", "--prefix-cache", "on"});
+       }},
+      {"plan_moe_fast_numerics_refused", false, "qwen3_next with numerics fast (withheld for MoE)", 2,
+       "is not offered for this model",
+       [](const Context&) { return metainfer({"plan", "--model", golden("qwen3_next-tiny").string(), "--numerics", "fast"}); }},
       {"plan_unknown_architecture_is_not_covered", false, "an architecture no family knows", 3, "has no model-family entry",
        [](const Context& c) {
          return metainfer({"plan", "--model", edited(c, [](json& j) { j["architectures"] = {"Qwen3MoeForCausalLM"}; j["model_type"] = "qwen3_moe"; }).string()});

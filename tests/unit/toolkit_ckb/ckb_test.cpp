@@ -93,7 +93,7 @@ TEST(CkbCheck, LayerKindMistakesFail) {
   mi_test::TempDir dir("ckb-layer-kind");
   const fs::path ckb = planted(dir, "families/qwen3_5.toml",
                                "forward = [\"post_attention_norm\", \"swiglu_mlp\", \"residual_add\"]",
-                               "forward = [\"post_attention_norm\", \"swiglu_mlpp\", \"moe_router\", \"residual_add\"]");
+                               "forward = [\"post_attention_norm\", \"swiglu_mlpp\", \"moe_mlp\", \"residual_add\"]");
   const auto r = metainfer({"ckb", "check", "--ckb", ckb.string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("families/qwen3_5.toml"), std::string::npos) << r.out;

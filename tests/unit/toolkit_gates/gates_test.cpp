@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "../toolkit_support.h"
 #include "generator/manifest.h"
@@ -60,6 +61,49 @@ void expect_pass_verified(const std::string& platform) {
 TEST(Gates, DenseGoldenCasesPassVerifiedAtAvx512Bf16) { expect_pass_verified("x86-64-avx512bf16"); }
 TEST(Gates, DenseGoldenCasesPassVerifiedAtAmx) { expect_pass_verified("x86-64-amx"); }
 TEST(Gates, DenseGoldenCasesPassVerifiedAtAvx2) { expect_pass_verified("x86-64-avx2"); }
+
+// Issue 11: the hybrid families, assembled from their [[layer_kinds]], reach PASS_VERIFIED. Qwen3.5 ships precise and
+// fast numerics (both judged); Qwen3-Next ships precise only (HYBRID-005), and the gate runs --mode fast to check
+// that the engine refuses it: an engine that runs a mode the gate does not judge fails (planted below).
+void expect_hybrids_pass_verified(const std::string& platform) {
+  if (!host_runs(platform)) GTEST_SKIP() << "this CPU cannot run " << platform << "; not verified here";
+  mi_test::TempDir dir("hybrid-" + platform);
+  for (const char* c : {"qwen3_5-tiny", "qwen3_next-tiny"}) {
+    SCOPED_TRACE(c);
+    const json r = generate({"--model", golden(c).string(), "--platform", platform, "-o", (dir / c).string()}, 0);
+    EXPECT_EQ(r.at("state"), "PASS_VERIFIED") << r.dump(1);
+    const json report = json::parse(std::ifstream(dir / c / "reports" / "verification.json"));
+    const json* acceptance = nullptr;
+    for (const auto& g : report.at("gates"))
+      if (g.at("id") == "PASS_VERIFIED") acceptance = &g;
+    ASSERT_NE(acceptance, nullptr) << report.dump(1);
+    EXPECT_EQ(acceptance->at("evidence").at("route"), "hf_trace");
+    const bool moe = std::string(c) == "qwen3_next-tiny";
+    EXPECT_EQ(acceptance->at("evidence").contains("worst_fast_logit_diff"), !moe) << acceptance->dump(1);
+    if (moe) EXPECT_NE(acceptance->at("evidence").at("fast_mode").get<std::string>().find("HYBRID-005"), std::string::npos);
+  }
+  // The planted cheat: the MoE engine edited to run --mode fast although its manifest withholds it.
+  const fs::path model = dir / "qwen3_next-tiny" / "src" / "model.h";
+  std::string text;
+  {
+    std::ifstream in(model);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  const std::string refuse = "if (options_.fast) mi::fail(\"--mode fast is not offered by this engine";
+  ASSERT_NE(text.find(refuse), std::string::npos);
+  for (std::size_t pos; (pos = text.find(refuse)) != std::string::npos;) text.replace(pos, refuse.size(), "if (false) mi::fail(\"");
+  mi::generator::write_file(model, text);
+  const auto v = metainfer({"verify", (dir / "qwen3_next-tiny").string(), "--only", "PASS_VERIFIED", "--allow-modified-sources", "--json"}, 1800);
+  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+  const json cheat = mi_test::last_json_line(v.out);
+  EXPECT_EQ(cheat.at("state"), "FAILED:PASS_VERIFIED") << cheat.dump(1);
+  EXPECT_NE(cheat.dump().find("fast numerics is not shipped, but the engine ran it"), std::string::npos) << cheat.dump(1);
+}
+
+TEST(Gates, HybridGoldenCasesPassVerifiedAtAvx2) { expect_hybrids_pass_verified("x86-64-avx2"); }
+TEST(Gates, HybridGoldenCasesPassVerifiedAtAvx512Bf16) { expect_hybrids_pass_verified("x86-64-avx512bf16"); }
 
 TEST(Gates, RegenerationIsByteIdenticalAndTheEngineHoldsOnlyWhatItNeeds) {
   mi_test::TempDir dir("regen");
@@ -162,7 +206,9 @@ TEST(Gates, MissingWeightIsNamedBeforeAnyCompute) {
 
 TEST(Gates, UncoveredConstraintsExitThreeWithTheGapReport) {
   mi_test::TempDir dir("uncovered");
-  const auto r = metainfer({"generate", "--model", golden("qwen3_next-tiny").string(), "-o", (dir / "e").string(), "--json"});
+  // A prefix cache for a hybrid model: no recurrent-state snapshots, so not covered.
+  const auto r = metainfer({"generate", "--model", golden("qwen3_5-tiny").string(), "--mode", "serve", "--prefix-cache",
+                            "on", "-o", (dir / "e").string(), "--json"});
   EXPECT_EQ(r.exit_code, 3);
   const json j = mi_test::last_json_line(r.out);
   EXPECT_EQ(j.at("state"), "NOT_COVERED");
