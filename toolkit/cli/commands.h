@@ -16,6 +16,7 @@ inline constexpr int kExitNotCovered = 3;   // the CKB does not cover the constr
 void register_platform_command(CLI::App& app, int& exit_code);
 void register_ckb_command(CLI::App& app, int& exit_code);
 void register_plan_command(CLI::App& app, int& exit_code);
+void register_emit_command(CLI::App& app, int& exit_code);
 void register_synth_model_command(CLI::App& app, int& exit_code);
 void register_generate_command(CLI::App& app, int& exit_code);
 void register_verify_command(CLI::App& app, int& exit_code);

@@ -31,6 +31,7 @@ int run(int argc, char** argv) {
   mi::cli::register_platform_command(app, exit_code);
   mi::cli::register_ckb_command(app, exit_code);
   mi::cli::register_plan_command(app, exit_code);
+  mi::cli::register_emit_command(app, exit_code);
   mi::cli::register_synth_model_command(app, exit_code);
   mi::cli::register_generate_command(app, exit_code);
   mi::cli::register_verify_command(app, exit_code);

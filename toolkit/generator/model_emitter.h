@@ -12,6 +12,9 @@ namespace mi::generator {
 
 struct EmitOptions {
   std::string engine_name;
+  // The C++ namespace of the emitted Model and config (engines: "engine"; `metainfer emit --namespace` lets a test
+  // include several emitted models in one binary).
+  std::string cpp_namespace = "engine";
 };
 
 std::string emit_engine_config(const ckb::Family& family, const coverage::Plan& plan, const EmitOptions& options);

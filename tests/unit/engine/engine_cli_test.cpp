@@ -76,7 +76,7 @@ TEST(EngineCli, GreedyJsonMatchesGoldenTrace) {
   EXPECT_EQ(j.at("prompt_tokens"), 10);
   EXPECT_EQ(j.at("completion_tokens"), 32);
   EXPECT_EQ(j.at("mode"), "precise");
-  EXPECT_EQ(j.at("kernel_level"), "scalar");
+  EXPECT_EQ(j.at("kernel_level"), "avx2");
   EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one JSON object on one line";
 }
 
@@ -161,7 +161,7 @@ TEST(EngineCli, VersionJsonWorksWithoutModel) {
   EXPECT_EQ(j.at("engine"), "test-engine");
   EXPECT_EQ(j.at("architecture"), "Qwen3ForCausalLM");
   EXPECT_EQ(j.at("family"), "qwen3");
-  EXPECT_EQ(j.at("kernel_level"), "scalar");
+  EXPECT_EQ(j.at("kernel_level"), "avx2");
   EXPECT_EQ(j.at("metainfer_version"), "0.0.0-test");
   const CliRun text = run_cli(info, {"--version"});
   EXPECT_EQ(text.code, 0);

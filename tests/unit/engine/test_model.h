@@ -1,97 +1,73 @@
-// A test stand-in for a generated engine::Model: satisfies mi::engine::EngineModel by wrapping the model team's
-// dense forward assembly (tests/unit/model/dense_forward.h; dimensions from config.json at run time, scalar
-// kernels). DenseModel holds one sequence, so this keeps max_batch of them: sequence i is model i.
+// The model the engine-runtime tests drive: the real emitted model (`metainfer emit`, build/emitted/<case>/model.h)
+// of the checkpoint (the golden qwen3-tiny or llama-tiny, or the tokenizer-carrying synthesised Qwen3 tiny, told
+// apart by config.json), behind the EngineModel interface with counters the tests read. The runtime (generation loop, CLI, bench) is written against the concept only, so
+// it runs here exactly as in a generated engine. Deliberately without set_profiler (the "no profiler" path).
 #pragma once
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "../model/dense_forward.h"
 #include "common/error.h"
+#include "emitted/llama-tiny/model.h"
+#include "emitted/qwen3-tiny/model.h"
+#include "emitted/synth-qwen3-tiny/model.h"
+#include "io/model_config.h"
 #include "engine/model_interface.h"
-#include "kernels/scalar/scalar.h"
 
 namespace mi_test {
 
 class TestModel {
- public:
-  using Precise = DenseModel<mi::kernels::Scalar, mi::model::Numerics::precise>;
-  using Fast = DenseModel<mi::kernels::Scalar, mi::model::Numerics::fast>;
+  std::unique_ptr<emitted_qwen3_tiny::Model> qwen_;
+  std::unique_ptr<emitted_llama_tiny::Model> llama_;
+  std::unique_ptr<emitted_synth_qwen3_tiny::Model> synth_;
+  // Runs f on whichever model this is (a test's dispatch; engines have one model type).
+  template <class F>
+  decltype(auto) with(F&& f) {
+    return qwen_ ? f(*qwen_) : llama_ ? f(*llama_) : f(*synth_);
+  }
+  template <class F>
+  decltype(auto) with(F&& f) const {
+    return qwen_ ? f(std::as_const(*qwen_)) : llama_ ? f(std::as_const(*llama_)) : f(std::as_const(*synth_));
+  }
 
-  TestModel(const std::filesystem::path& dir, const mi::engine::RuntimeOptions& o) : fast_(o.fast) {
-    if (o.max_batch <= 0) mi::fail("TestModel: max_batch must be positive");
-    for (int i = 0; i < o.max_batch; ++i) {
-      if (fast_)
-        fast_models_.push_back(std::make_unique<Fast>(dir, o.max_context, o.threads));
-      else
-        precise_models_.push_back(std::make_unique<Precise>(dir, o.max_context, o.threads));
-    }
-    alive_.assign(std::size_t(o.max_batch), false);
-    const mi::io::ModelConfig& c = config();
-    facts_ = {c.architecture, c.model_type, "scalar", c.vocab_size, c.max_position_embeddings};
+ public:
+  TestModel(const std::filesystem::path& dir, const mi::engine::RuntimeOptions& o) {
+    const mi::io::ModelConfig c = mi::io::load_model_config(dir);  // a broken config.json fails here, named
+    if (c.architecture == "LlamaForCausalLM") llama_ = std::make_unique<emitted_llama_tiny::Model>(dir, o);
+    else if (c.vocab_size == emitted_synth_qwen3_tiny::Model::kVocab) synth_ = std::make_unique<emitted_synth_qwen3_tiny::Model>(dir, o);
+    else qwen_ = std::make_unique<emitted_qwen3_tiny::Model>(dir, o);  // refuses any other checkpoint, naming the field
     ++constructed;
   }
 
-  mi::engine::ModelFacts facts() const { return facts_; }
-  int vocab_size() const { return facts_.vocab_size; }
+  mi::engine::ModelFacts facts() const { return with([](const auto& m) { return m.facts(); }); }
+  int vocab_size() const { return with([](const auto& m) { return m.vocab_size(); }); }
   int new_sequence() {
-    for (std::size_t i = 0; i < alive_.size(); ++i)
-      if (!alive_[i]) {
-        alive_[i] = true;
-        ++live_sequences;
-        return int(i);
-      }
-    mi::fail("TestModel: all ", alive_.size(), " sequences are alive");
+    const int seq = with([](auto& m) { return m.new_sequence(); });
+    ++live_sequences;
+    return seq;
   }
   void free_sequence(int seq) {
-    check(seq);
-    alive_[std::size_t(seq)] = false;
+    with([seq](auto& m) { m.free_sequence(seq); });
     --live_sequences;
-    if (fast_) fast_models_[std::size_t(seq)]->reset();
-    else precise_models_[std::size_t(seq)]->reset();
   }
-  int sequence_length(int seq) const {
-    check(seq);
-    return fast_ ? fast_models_[std::size_t(seq)]->position() : precise_models_[std::size_t(seq)]->position();
-  }
+  int sequence_length(int seq) const { return with([seq](const auto& m) { return m.sequence_length(seq); }); }
   void forward(int seq, const int32_t* ids, int n, float* logits, bool all_rows) {
-    check(seq);
     ++forward_calls;
-    if (fast_) fast_models_[std::size_t(seq)]->forward(ids, n, logits, all_rows);
-    else precise_models_[std::size_t(seq)]->forward(ids, n, logits, all_rows);
+    with([&](auto& m) { m.forward(seq, ids, n, logits, all_rows); });
   }
-  // Each sequence alone, one after the other (the reference a generated model's batched step must match).
   void forward_batch(const int* seqs, const int32_t* ids, int B, float* logits) {
-    if (B < 1 || std::size_t(B) > alive_.size()) mi::fail("TestModel: batch of ", B, " sequences, max_batch ", alive_.size());
-    for (int b = 0; b < B; ++b) {
-      check(seqs[b]);
-      for (int c = 0; c < b; ++c)
-        if (seqs[c] == seqs[b]) mi::fail("TestModel: sequence ", seqs[b], " appears twice");
-    }
-    for (int b = 0; b < B; ++b) forward(seqs[b], ids + b, 1, logits + std::size_t(b) * std::size_t(vocab_size()), false);
+    forward_calls += B;  // one per sequence stepped, as if each stepped alone
+    with([&](auto& m) { m.forward_batch(seqs, ids, B, logits); });
   }
-  std::vector<int> eos_token_ids() const { return config().eos_token_ids; }
+  std::vector<int> eos_token_ids() const { return with([](const auto& m) { return m.eos_token_ids(); }); }
 
   // Counters the tests read (the CLI constructs its own model).
   static inline int constructed = 0;
   static inline int live_sequences = 0;
   static inline long forward_calls = 0;
 
- private:
-  const mi::io::ModelConfig& config() const {
-    return fast_ ? fast_models_.front()->config() : precise_models_.front()->config();
-  }
-  void check(int seq) const {
-    if (seq < 0 || std::size_t(seq) >= alive_.size() || !alive_[std::size_t(seq)])
-      mi::fail("TestModel: sequence ", seq, " is not alive");
-  }
-
-  bool fast_;
-  std::vector<std::unique_ptr<Precise>> precise_models_;
-  std::vector<std::unique_ptr<Fast>> fast_models_;
-  std::vector<bool> alive_;
-  mi::engine::ModelFacts facts_;
 };
 
 static_assert(mi::engine::EngineModel<TestModel>);

@@ -11,7 +11,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dense_forward.h"
+#include "io/model_config.h"
+#include "io/safetensors.h"
+#include "model/attention.h"
+#include "model/embedding.h"
+#include "model/linear.h"
+#include "model/rms_norm.h"
+#include "model/rotary.h"
+#include "model/swiglu_mlp.h"
+#include "runtime/kv_cache.h"
 #include "kernel_levels.h"
 #include "test_util.h"
 

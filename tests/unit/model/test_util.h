@@ -4,9 +4,12 @@
 #include <cmath>
 #include <cstddef>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/bf16.h"
+#include "common/error.h"
+#include "io/safetensors.h"
 
 namespace mi_test {
 
@@ -87,6 +90,15 @@ inline std::vector<double> reference_attention(const std::vector<float>& q, cons
           out[(std::size_t(t) * heads + h) * d + i] += s[std::size_t(j)] / sum * v[(std::size_t(j) * kv_heads + g) * d + i];
     }
   return out;
+}
+
+// A weight of a checkpoint as bf16, with its dtype and shape checked.
+inline const mi::bf16_t* bf16_weight(const mi::io::WeightStore& store, const std::string& name,
+                                     std::vector<int64_t> shape) {
+  const mi::io::TensorView& t = store.get(name);
+  if (t.dtype != mi::io::DType::BF16) mi::fail(name, ": expected BF16");
+  if (t.shape != shape) mi::fail(name, ": unexpected shape");
+  return t.as<mi::bf16_t>();
 }
 
 }  // namespace mi_test
