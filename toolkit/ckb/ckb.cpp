@@ -213,7 +213,7 @@ Family read_family(const fs::path& file) {
   });
   r.each_table("weights", [&](const TomlReader& t) {
     f.weights.push_back({t.str("name"), t.strings("shape", true), t.str("contract"), t.str_or("when", ""),
-                         t.str_or("kind", ""), t.str_or("norm", "")});
+                         t.str_or("kind", ""), t.str_or("norm", ""), t.str_or("role", "")});
   }, true);
   if (const toml::table* presets = r.subtable("presets")) {
     for (const auto& [name, node] : *presets) {

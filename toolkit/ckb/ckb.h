@@ -40,6 +40,10 @@ struct WeightDecl {
   std::string when;                // "", "tied", "untied"
   std::string kind;                // "" = every layer; else a layer-kind id: {L} runs over that kind's layers only
   std::string norm;                // norm weights: "w" (y = w * x / rms) or "1+w" (zero-centred); "" = not a norm
+  // What the weight is to the generated model (the member the step table's code names, e.g. self_attn_q_proj,
+  // embed_tokens); "" = derived from the name (weight_role in family_weights.h). A family whose checkpoint names
+  // differ from the ones the steps use sets it per weight.
+  std::string role;
 };
 
 // A kind of layer (or of layer part) the family mixes, as data: which layers it occupies (the config.json

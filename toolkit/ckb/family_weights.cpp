@@ -153,4 +153,25 @@ bool family_declares(const Family& family, const std::string& name, const std::s
   return false;
 }
 
+std::string weight_role(const WeightDecl& weight) {
+  if (!weight.role.empty()) return weight.role;
+  const std::string& name = weight.name;
+  auto replace_all = [](std::string text, const std::string& from, const std::string& to) {
+    for (std::size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size())
+      text.replace(pos, from.size(), to);
+    return text;
+  };
+  const std::string marker = "layers.{L}.";
+  if (const std::size_t pos = name.find(marker); pos != std::string::npos) {
+    std::string rest = replace_all(name.substr(pos + marker.size()), ".{E}", "");
+    if (rest.size() > 7 && rest.compare(rest.size() - 7, 7, ".weight") == 0) rest.resize(rest.size() - 7);
+    return replace_all(rest, ".", "_");
+  }
+  std::vector<std::string> parts;
+  std::stringstream ss(name);
+  for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+  if (parts.size() < 2) fail("weight name '", name, "' has no module component");
+  return parts[parts.size() - 2];
+}
+
 }  // namespace mi::ckb

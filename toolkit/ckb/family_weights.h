@@ -37,6 +37,13 @@ std::vector<ExpectedTensor> expected_weights(const Family& family, const nlohman
 // matching any index, names as stored under `architecture`. A tensor the name map ignores counts as declared.
 bool family_declares(const Family& family, const std::string& name, const std::string& architecture = "");
 
+// The role of a weight in the generated model: its `role` field, else derived from the declared name. Per-layer
+// weights: the path after "layers.{L}." without ".weight" and the expert index, dots as underscores
+// ("model.layers.{L}.self_attn.q_proj.weight" -> self_attn_q_proj, "...mlp.experts.{E}.up_proj.weight" ->
+// mlp_experts_up_proj, "...linear_attn.A_log" -> linear_attn_A_log). Global weights: the module name
+// ("model.embed_tokens.weight" -> embed_tokens, "model.norm.weight" -> norm, "lm_head.weight" -> lm_head).
+std::string weight_role(const WeightDecl& weight);
+
 // The layer indices of a layer kind for this config: every layer for layer_type "*", else those whose
 // layer_types entry equals it. Throws mi::Error if layer_types is needed and absent or of the wrong length.
 std::vector<int> layers_of_kind(const LayerKind& kind, const nlohmann::json& text_config, const std::string& context);

@@ -1,6 +1,8 @@
 #include "ckb/lint.h"
 
+#include "ckb/family_weights.h"
 #include "ckb/glob.h"
+#include "common/error.h"
 
 #include <algorithm>
 #include <fstream>
@@ -162,6 +164,16 @@ class Linter {
           error(f.source, field + ".norm", "expected \"w\" or \"1+w\", got \"" + w.norm + "\"");
         if (!w.norm.empty() && w.shape.size() != 1)
           error(f.source, field + ".norm", "weight '" + w.name + "' is a norm weight but not 1-D");
+        try {
+          const std::string role = weight_role(w);
+          // Two weights of one head variant with the same role would bind the same member.
+          for (std::size_t j = 0; j < i; ++j)
+            if (weight_role(f.weights[j]) == role && (f.weights[j].when.empty() || w.when.empty() || f.weights[j].when == w.when))
+              error(f.source, field + ".role", "weight '" + w.name + "' has role '" + role + "', as weights[" +
+                                                   std::to_string(j) + "] '" + f.weights[j].name + "' has");
+        } catch (const mi::Error& e) {
+          error(f.source, field + ".name", e.what());
+        }
       }
       check_layer_kinds(f);
       // An ignored config field must not be one the family constrains or sizes anything by.

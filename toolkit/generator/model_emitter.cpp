@@ -407,28 +407,6 @@ std::string extra_dims(const ckb::Family& family, const coverage::Plan& plan) {
   return o.str();
 }
 
-// The Model member of a per-layer weight: the path after "layers.{L}." without ".weight" and the expert index,
-// dots as underscores ("self_attn.q_proj.weight" -> self_attn_q_proj, "mlp.experts.{E}.up_proj.weight" ->
-// mlp_experts_up_proj, "linear_attn.A_log" -> linear_attn_A_log).
-std::string layer_member(const std::string& declared) {
-  const std::string marker = "layers.{L}.";
-  const std::size_t pos = declared.find(marker);
-  std::string rest = declared.substr(pos + marker.size());
-  rest = replace_all(rest, ".{E}", "");
-  if (rest.size() > 7 && rest.compare(rest.size() - 7, 7, ".weight") == 0) rest.resize(rest.size() - 7);
-  return replace_all(rest, ".", "_");
-}
-
-// The member of a global weight: its module name ("model.norm.weight" -> norm_, "lm_head.weight" -> lm_head_).
-std::string global_member(const std::string& declared) {
-  std::vector<std::string> parts;
-  std::stringstream ss(declared);
-  std::string p;
-  while (std::getline(ss, p, '.')) parts.push_back(p);
-  if (parts.size() < 2) fail("generator: weight name '", declared, "' has no module component");
-  return parts[parts.size() - 2] + "_";
-}
-
 // A declared weight name as the checkpoint stores it (the family's name map for this architecture).
 std::string stored_name(const ckb::Family& family, const std::string& architecture, const std::string& declared) {
   const ckb::NameMap* map = family.name_map_for(architecture);
@@ -643,7 +621,8 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
     const std::string vector_fn = one_plus_w ? "vector_one_plus_w(" : "vector(";
     const bool expert = w.name.find("{E}") != std::string::npos;
     // Embedding lookups and the MoE component read weights as stored; projections are Mat (mapped, or int8).
-    const bool as_stored = global_member(w.name) == "embed_tokens_" || w.contract == "moe_mlp";
+    const std::string role = ckb::weight_role(w);
+    const bool as_stored = role == "embed_tokens" || w.contract == "moe_mlp";
     const std::string matrix_type = as_stored ? "const W*" : "Mat";
     const std::string matrix_fn = as_stored ? "mapped(" : "matrix(";
     const std::string comment = "// " + stored + " [" + dims + "] (contract " + w.contract + (one_plus_w ? ", 1 + w folded in" : "") + ")";
@@ -652,7 +631,7 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
       const std::string prefix = stored.substr(0, pos), suffix = stored.substr(pos + 3);
       if (layer_prefix.empty()) layer_prefix = prefix;
       if (prefix != layer_prefix) fail("generator: per-layer weight '", stored, "' does not start with ", layer_prefix, "{L}");
-      const std::string member = layer_member(w.name);
+      const std::string member = role;
       if (!members.insert(member).second) fail("generator: family ", family.id, ": two weights bind member ", member);
       std::vector<int> layers;
       if (w.kind.empty()) for (int l = 0; l < n_layers; ++l) layers.push_back(l);
@@ -679,7 +658,7 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
       layer_binds[w.kind] += "      w." + member + " = " + (is_vector ? vector_fn : matrix_fn) + "p + " + cpp_string(suffix) +
                              (is_vector ? ", " + std::to_string(elements) + ")" : ")") + ";\n";
     } else {
-      const std::string member = global_member(w.name);
+      const std::string member = role + "_";
       required << "    r.push_back({" << cpp_string(stored) << ", {" << dims << "}});\n";
       global_fields << "  " << (is_vector ? "std::vector<float>" : matrix_type) << " " << member << (is_vector ? "" : " = nullptr")
                     << ";  " << comment << "\n";
@@ -688,8 +667,12 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
     }
   }
   if (tied) {
+    const ckb::WeightDecl* embed = nullptr;
+    for (const auto& w : family.weights)
+      if (ckb::weight_role(w) == "embed_tokens") embed = &w;
+    if (!embed) fail("generator: family ", family.id, " has no weight with role embed_tokens (the tied LM head reads it)");
     global_fields << "  Mat lm_head_ = nullptr;  // tied: the embedding matrix (tie_word_embeddings)\n";
-    bind << "    lm_head_ = matrix(" << cpp_string(stored_name(family, arch, "model.embed_tokens.weight"))
+    bind << "    lm_head_ = matrix(" << cpp_string(stored_name(family, arch, embed->name))
          << ");  // tie_word_embeddings: the head is the embedding matrix\n";
   }
   // Step-specific binding (e.g. the MoE weight view) after a kind's weights.

@@ -201,12 +201,3 @@ void decode_allocates_nothing(const std::string& case_name) {
 }
 
 }  // namespace emitted_test
-
-// The four checks as tests of one emitted model (Model: its namespace's Model; NAME: the golden case directory).
-#define MI_EMITTED_GOLDEN_TESTS(Suite, Model, NAME, FAST_OFFERED)                                                     \
-  TEST(Suite, PreciseGreedyIdsAndLogitsMatchTheTrace) { emitted_test::precise_greedy_ids_and_logits<Model>(NAME); }   \
-  TEST(Suite, FastTeacherForcedLogitsWithinTolerance) { emitted_test::fast_teacher_forced_logits<Model>(NAME, FAST_OFFERED); } \
-  TEST(Suite, ChunkedPrefillEqualsOnePrefillAndReusedSlotsStartClean) {                                               \
-    emitted_test::chunked_prefill_and_reuse<Model>(NAME);                                                             \
-  }                                                                                                                   \
-  TEST(Suite, DecodeStepAllocatesNothing) { emitted_test::decode_allocates_nothing<Model>(NAME); }

@@ -4,5 +4,15 @@
 #include "emitted_golden_checks.h"
 
 namespace {
-MI_EMITTED_GOLDEN_TESTS(EmittedQwen35Tiny, emitted_qwen3_5_tiny::Model, "qwen3_5-tiny", emitted_qwen3_5_tiny::config::kFastNumericsOffered)
+using Model = emitted_qwen3_5_tiny::Model;
+const char* const kCase = "qwen3_5-tiny";
+
+TEST(EmittedQwen35Tiny, PreciseGreedyIdsAndLogitsMatchTheTrace) { emitted_test::precise_greedy_ids_and_logits<Model>(kCase); }
+TEST(EmittedQwen35Tiny, FastTeacherForcedLogitsWithinToleranceOrRefused) {
+  emitted_test::fast_teacher_forced_logits<Model>(kCase, emitted_qwen3_5_tiny::config::kFastNumericsOffered);
+}
+TEST(EmittedQwen35Tiny, ChunkedPrefillEqualsOnePrefillAndReusedSlotsStartClean) {
+  emitted_test::chunked_prefill_and_reuse<Model>(kCase);
+}
+TEST(EmittedQwen35Tiny, DecodeStepAllocatesNothing) { emitted_test::decode_allocates_nothing<Model>(kCase); }
 }  // namespace

@@ -4,5 +4,15 @@
 #include "emitted_golden_checks.h"
 
 namespace {
-MI_EMITTED_GOLDEN_TESTS(EmittedQwen3Hd128, emitted_qwen3_hd128::Model, "qwen3-hd128", emitted_qwen3_hd128::config::kFastNumericsOffered)
+using Model = emitted_qwen3_hd128::Model;
+const char* const kCase = "qwen3-hd128";
+
+TEST(EmittedQwen3Hd128, PreciseGreedyIdsAndLogitsMatchTheTrace) { emitted_test::precise_greedy_ids_and_logits<Model>(kCase); }
+TEST(EmittedQwen3Hd128, FastTeacherForcedLogitsWithinToleranceOrRefused) {
+  emitted_test::fast_teacher_forced_logits<Model>(kCase, emitted_qwen3_hd128::config::kFastNumericsOffered);
+}
+TEST(EmittedQwen3Hd128, ChunkedPrefillEqualsOnePrefillAndReusedSlotsStartClean) {
+  emitted_test::chunked_prefill_and_reuse<Model>(kCase);
+}
+TEST(EmittedQwen3Hd128, DecodeStepAllocatesNothing) { emitted_test::decode_allocates_nothing<Model>(kCase); }
 }  // namespace

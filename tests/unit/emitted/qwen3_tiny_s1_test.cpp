@@ -4,5 +4,15 @@
 #include "emitted_golden_checks.h"
 
 namespace {
-MI_EMITTED_GOLDEN_TESTS(EmittedQwen3TinyS1, emitted_qwen3_tiny_s1::Model, "qwen3-tiny-s1", emitted_qwen3_tiny_s1::config::kFastNumericsOffered)
+using Model = emitted_qwen3_tiny_s1::Model;
+const char* const kCase = "qwen3-tiny-s1";
+
+TEST(EmittedQwen3TinyS1, PreciseGreedyIdsAndLogitsMatchTheTrace) { emitted_test::precise_greedy_ids_and_logits<Model>(kCase); }
+TEST(EmittedQwen3TinyS1, FastTeacherForcedLogitsWithinToleranceOrRefused) {
+  emitted_test::fast_teacher_forced_logits<Model>(kCase, emitted_qwen3_tiny_s1::config::kFastNumericsOffered);
+}
+TEST(EmittedQwen3TinyS1, ChunkedPrefillEqualsOnePrefillAndReusedSlotsStartClean) {
+  emitted_test::chunked_prefill_and_reuse<Model>(kCase);
+}
+TEST(EmittedQwen3TinyS1, DecodeStepAllocatesNothing) { emitted_test::decode_allocates_nothing<Model>(kCase); }
 }  // namespace

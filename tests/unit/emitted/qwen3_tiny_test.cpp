@@ -4,5 +4,15 @@
 #include "emitted_golden_checks.h"
 
 namespace {
-MI_EMITTED_GOLDEN_TESTS(EmittedQwen3Tiny, emitted_qwen3_tiny::Model, "qwen3-tiny", emitted_qwen3_tiny::config::kFastNumericsOffered)
+using Model = emitted_qwen3_tiny::Model;
+const char* const kCase = "qwen3-tiny";
+
+TEST(EmittedQwen3Tiny, PreciseGreedyIdsAndLogitsMatchTheTrace) { emitted_test::precise_greedy_ids_and_logits<Model>(kCase); }
+TEST(EmittedQwen3Tiny, FastTeacherForcedLogitsWithinToleranceOrRefused) {
+  emitted_test::fast_teacher_forced_logits<Model>(kCase, emitted_qwen3_tiny::config::kFastNumericsOffered);
+}
+TEST(EmittedQwen3Tiny, ChunkedPrefillEqualsOnePrefillAndReusedSlotsStartClean) {
+  emitted_test::chunked_prefill_and_reuse<Model>(kCase);
+}
+TEST(EmittedQwen3Tiny, DecodeStepAllocatesNothing) { emitted_test::decode_allocates_nothing<Model>(kCase); }
 }  // namespace
