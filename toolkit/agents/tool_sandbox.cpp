@@ -40,6 +40,11 @@ std::string lower(std::string s) {
   return s;
 }
 
+void append_jsonl(const fs::path& file, const json& record) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file, std::ios::app) << record.dump() << "\n";
+}
+
 }  // namespace
 
 ToolSandbox::ToolSandbox(SandboxConfig config) : config_(std::move(config)) {
@@ -85,6 +90,8 @@ ToolSandbox::Resolved ToolSandbox::resolve(const std::string& text) const {
 ToolOutcome ToolSandbox::refuse(const AgentRoleSpec& role, const std::string& tool, const std::string& path,
                                 const std::string& rule, const std::string& detail) {
   violations_.push_back({role.id, tool, path, rule, detail});
+  append_jsonl(config_.run_dir / ".metainfer" / "violations.jsonl",
+               {{"role", role.id}, {"tool", tool}, {"path", path}, {"rule", rule}, {"detail", detail}});
   return {false, true, "refused (" + rule + "): " + detail};
 }
 
@@ -98,7 +105,7 @@ bool ToolSandbox::may_read(const AgentRoleSpec& role, const std::string& tool, c
       return false;
     case Area::reference:
       if (config_.source_switch == SourceSwitch::on && role.id == kReferenceReaderRole) {
-        accesses_.push_back({role.id, tool, r.path.string()});
+        log_access(role, tool, r);
         return true;
       }
       out = refuse(role, tool, r.shown, "reference_path",
@@ -109,6 +116,11 @@ bool ToolSandbox::may_read(const AgentRoleSpec& role, const std::string& tool, c
   return false;
 }
 
+void ToolSandbox::log_access(const AgentRoleSpec& role, const std::string& tool, const Resolved& r) {
+  accesses_.push_back({role.id, tool, r.path.string()});
+  append_jsonl(config_.run_dir / ".metainfer" / "reference_access.jsonl", {{"role", role.id}, {"tool", tool}, {"path", r.path.string()}});
+}
+
 bool ToolSandbox::clean_content(const AgentRoleSpec& role, const std::string& tool, const Resolved& r,
                                 std::string_view text, ToolOutcome& out) {
   // A reference read the explorer is allowed under SWITCH=ON is logged, not filtered.
@@ -116,7 +128,7 @@ bool ToolSandbox::clean_content(const AgentRoleSpec& role, const std::string& to
   const auto sig = find_foreign_signature(text);
   if (!sig) return true;
   if (config_.source_switch == SourceSwitch::on && role.id == kReferenceReaderRole) {
-    accesses_.push_back({role.id, tool, r.path.string()});
+    log_access(role, tool, r);
     return true;
   }
   out = refuse(role, tool, r.shown, "foreign_signature",

@@ -11,7 +11,9 @@
 //   outside    anything else: refused
 // With SWITCH=OFF a file whose text carries a foreign-framework signature (source_switch.h) is refused wherever it
 // lies, and writing such text is refused too. Each refusal by policy is a Violation; plain failures (no such file,
-// an `old` string that is not there) are errors the agent can fix and are not counted as violations.
+// an `old` string that is not there) are errors the agent can fix and are not counted as violations. Violations
+// and reference reads are also appended, as they happen, to .metainfer/violations.jsonl and
+// .metainfer/reference_access.jsonl in the run directory, so an interrupted run keeps them.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -77,6 +79,7 @@ class ToolSandbox {
   // Read access to `r` for `role` (area + switch); on refusal fills `out` and returns false.
   bool may_read(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out);
   bool may_write(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out);
+  void log_access(const AgentRoleSpec& role, const std::string& tool, const Resolved& r);
   // SWITCH=OFF content check; true when `text` may be handed over.
   bool clean_content(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, std::string_view text, ToolOutcome& out);
 

@@ -1,0 +1,111 @@
+#include "agents/conversation.h"
+
+#include <chrono>
+
+#include "agents/tool_catalog.h"
+#include "agents/transcript.h"
+#include "common/error.h"
+
+namespace mi::agents {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string next_id(const fs::path& dir, const std::string& role) {
+  for (int n = 1;; ++n) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%03d", n);
+    const std::string id = role + "-" + buf;
+    if (!fs::exists(dir / (id + ".jsonl"))) return id;
+  }
+}
+
+json calls_json(const std::vector<ToolCall>& calls) {
+  json out = json::array();
+  for (const auto& c : calls)
+    out.push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments.is_null() ? json(c.raw_arguments) : c.arguments}});
+  return out;
+}
+
+}  // namespace
+
+ConversationResult run_conversation(LlmBackend& backend, const AgentRoleSpec& role, ToolSandbox& sandbox,
+                                    const std::string& task, const ConversationOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const fs::path run_dir = sandbox.config().run_dir;
+  const fs::path dir = run_dir / "transcripts";
+  fs::create_directories(dir);
+  ConversationResult result;
+  ConversationMetrics& m = result.metrics;
+  m.id = options.id.empty() ? next_id(dir, role.id) : options.id;
+  m.role = role.id;
+  m.transcript = "transcripts/" + m.id + ".jsonl";
+  Transcript transcript(run_dir / m.transcript);
+  const std::size_t violations_before = sandbox.violations().size();
+
+  ChatRequest request;
+  request.system = role.prompt;
+  request.tools = tool_specs(role.tools);
+  request.max_tokens = options.max_tokens;
+  request.messages.push_back({Role::user, task, {}, "", false});
+  m.messages = 1;
+  json tool_names = json::array();
+  for (const auto& t : request.tools) tool_names.push_back(t.name);
+  transcript.write({{"kind", "start"}, {"role", role.id}, {"backend", backend.describe()}, {"tools", tool_names},
+                    {"source_switch", to_string(sandbox.config().source_switch)}});
+  transcript.write({{"kind", "system"}, {"text", role.prompt}});
+  transcript.write({{"kind", "user"}, {"text", task}});
+
+  m.stop = "max_turns";
+  while (m.turns < options.max_turns) {
+    ++m.turns;
+    ChatResponse response;
+    try {
+      response = backend.chat(request);
+    } catch (const Error& e) {
+      m.stop = "error";
+      transcript.write({{"kind", "error"}, {"message", e.what()}});
+      result.final_text = e.what();
+      break;
+    }
+    m.http_attempts += response.http_attempts;
+    m.tokens_in += response.usage.input_tokens;
+    m.tokens_out += response.usage.output_tokens;
+    ++m.messages;
+    transcript.write({{"kind", "assistant"}, {"text", response.message.text}, {"tool_calls", calls_json(response.message.tool_calls)},
+                      {"stop_reason", response.stop_reason},
+                      {"usage", {{"input", response.usage.input_tokens}, {"output", response.usage.output_tokens}}},
+                      {"http_attempts", response.http_attempts}});
+    result.final_text = response.message.text;
+    request.messages.push_back(response.message);
+    if (response.message.tool_calls.empty()) {
+      m.stop = response.stop_reason.empty() ? "end_turn" : response.stop_reason;
+      break;
+    }
+    for (const ToolCall& call : response.message.tool_calls) {
+      ++m.tool_calls[call.name];
+      ToolOutcome outcome;
+      if (call.arguments.is_null())
+        outcome = {false, false, "error: the arguments are not a JSON object: " + call.raw_arguments.substr(0, 200)};
+      else
+        outcome = sandbox.call(role, call.name, call.arguments);
+      if (outcome.edited) {
+        ++m.edits;
+        m.lines_added += outcome.lines_added;
+        m.lines_removed += outcome.lines_removed;
+      }
+      transcript.write({{"kind", "tool_result"}, {"id", call.id}, {"name", call.name}, {"ok", outcome.ok},
+                        {"violation", outcome.violation}, {"output", outcome.output}});
+      request.messages.push_back({Role::tool, outcome.output, {}, call.id, !outcome.ok});
+      ++m.messages;
+    }
+  }
+  m.violations = int(sandbox.violations().size() - violations_before);
+  m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  transcript.write({{"kind", "end"}, {"stop", m.stop}, {"turns", m.turns}, {"violations", m.violations},
+                    {"tokens_in", m.tokens_in}, {"tokens_out", m.tokens_out}});
+  return result;
+}
+
+}  // namespace mi::agents

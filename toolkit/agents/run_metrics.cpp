@@ -1,0 +1,63 @@
+#include "agents/run_metrics.h"
+
+#include <fstream>
+
+#include "agents/run_summary.h"
+#include "common/error.h"
+
+namespace mi::agents {
+
+using nlohmann::json;
+
+json RunMetrics::to_json() const {
+  json convs = json::array();
+  std::map<std::string, int> calls;
+  long messages = 0, edits = 0, added = 0, removed = 0, tin = 0, tout = 0, attempts = 0;
+  for (const auto& c : conversations) {
+    convs.push_back({{"id", c.id}, {"role", c.role}, {"transcript", c.transcript}, {"stop", c.stop}, {"turns", c.turns},
+                     {"messages", c.messages}, {"tool_calls", c.tool_calls}, {"edits", c.edits},
+                     {"lines_added", c.lines_added}, {"lines_removed", c.lines_removed}, {"tokens_in", c.tokens_in},
+                     {"tokens_out", c.tokens_out}, {"violations", c.violations}, {"http_attempts", c.http_attempts},
+                     {"wall_s", c.wall_s}});
+    for (const auto& [k, n] : c.tool_calls) calls[k] += n;
+    messages += c.messages;
+    edits += c.edits;
+    added += c.lines_added;
+    removed += c.lines_removed;
+    tin += c.tokens_in;
+    tout += c.tokens_out;
+    attempts += c.http_attempts;
+  }
+  long total_calls = 0;
+  for (const auto& [k, n] : calls) total_calls += n;
+  json v = json::array();
+  for (const auto& x : violations)
+    v.push_back({{"role", x.role}, {"tool", x.tool}, {"path", x.path}, {"rule", x.rule}, {"detail", x.detail}});
+  json a = json::array();
+  for (const auto& x : reference_accesses) a.push_back({{"role", x.role}, {"tool", x.tool}, {"path", x.path}});
+  return {{"format", "metainfer-agent-metrics/1"},
+          {"source_switch", source_switch},
+          {"isolation", isolation},
+          {"totals",
+           {{"wall_s", wall_s}, {"agents_started", conversations.size()}, {"messages", messages},
+            {"tool_calls", total_calls}, {"tool_calls_by_kind", calls}, {"edits", edits},
+            {"lines_changed", added + removed}, {"lines_added", added}, {"lines_removed", removed},
+            {"tokens_in", tin}, {"tokens_out", tout}, {"violations", violations.size()},
+            {"reference_accesses", reference_accesses.size()}, {"http_attempts", attempts}}},
+          {"conversations", convs},
+          {"violations", v},
+          {"reference_accesses", a}};
+}
+
+void write_run_records(const std::filesystem::path& run_dir, const RunMetrics& metrics) {
+  {
+    std::ofstream out(run_dir / "metrics.json");
+    out << metrics.to_json().dump(2) << "\n";
+    if (!out) fail((run_dir / "metrics.json").string(), ": cannot write");
+  }
+  std::ofstream md(run_dir / "summary.md");
+  md << render_run_summary(metrics);
+  if (!md) fail((run_dir / "summary.md").string(), ": cannot write");
+}
+
+}  // namespace mi::agents
