@@ -26,12 +26,14 @@ void add_system_mounts(std::vector<std::string>& argv) {
 }
 
 std::vector<std::string> bwrap_prefix(const fs::path& run_dir, const std::vector<fs::path>& readonly_dirs,
-                                      const std::vector<fs::path>& hidden = {}) {
+                                      const std::vector<fs::path>& hidden = {}, const std::vector<fs::path>& overlays = {}) {
   std::vector<std::string> argv = {"bwrap", "--die-with-parent", "--unshare-all", "--new-session"};
   add_system_mounts(argv);
   for (const auto& d : readonly_dirs) argv.insert(argv.end(), {"--ro-bind", d.string(), d.string()});
   argv.insert(argv.end(), {"--bind", run_dir.string(), run_dir.string(), "--chdir", run_dir.string(),
                            "--setenv", "HOME", "/tmp", "--setenv", "CCACHE_DISABLE", "1"});
+  for (const auto& o : overlays)
+    if (std::error_code ec; fs::exists(o, ec)) argv.insert(argv.end(), {"--ro-bind", o.string(), o.string()});
   // Last, so they cover whatever mount above exposed them.
   for (const auto& h : hidden) {
     std::error_code ec;
@@ -57,12 +59,13 @@ const Isolation& command_isolation() {
 
 CommandResult run_isolated_command(const std::string& command, const fs::path& run_dir,
                                    const std::vector<fs::path>& readonly_dirs, double timeout_s,
-                                   std::size_t max_output_bytes, const std::vector<fs::path>& hidden_paths) {
+                                   std::size_t max_output_bytes, const std::vector<fs::path>& hidden_paths,
+                                   const std::vector<fs::path>& readonly_overlays) {
   const Isolation& iso = command_isolation();
   std::vector<std::string> argv;
   switch (iso.kind) {
     case IsolationKind::bubblewrap:
-      argv = bwrap_prefix(run_dir, readonly_dirs, hidden_paths);
+      argv = bwrap_prefix(run_dir, readonly_dirs, hidden_paths, readonly_overlays);
       break;
     case IsolationKind::unshare_net:
       argv = {"unshare", iso.description.rfind("unshare -rn", 0) == 0 ? "-rn" : "-n"};

@@ -5,7 +5,9 @@
 // namespaces, network included, and sees only the system's read-only /usr and /etc, a private /tmp, the run
 // directory (writable) and the read-only directories the caller names (the CKB). Reference trees are not mounted,
 // so SWITCH=OFF holds for commands too; a reference tree that lies under a mounted directory (a Python package in
-// /usr, say) is covered by an empty tmpfs (a file: by /dev/null). Without bubblewrap, `unshare -n` (or `unshare -rn` unprivileged) still
+// /usr, say) is covered by an empty tmpfs (a file: by /dev/null). readonly_overlays (protected files and directories
+// inside the run directory) are bound again read-only over the writable run directory, so a command cannot rewrite
+// a test contract either; what they cannot cover (a protected directory created later) the hash check catches. Without bubblewrap, `unshare -n` (or `unshare -rn` unprivileged) still
 // removes the network, but the file system is then the host's: the isolation string says so and the metrics record
 // it. With neither, commands are refused: running an agent's shell with network access is not an option.
 //
@@ -40,6 +42,7 @@ struct CommandResult {
 CommandResult run_isolated_command(const std::string& command, const std::filesystem::path& run_dir,
                                    const std::vector<std::filesystem::path>& readonly_dirs, double timeout_s,
                                    std::size_t max_output_bytes,
-                                   const std::vector<std::filesystem::path>& hidden_paths = {});
+                                   const std::vector<std::filesystem::path>& hidden_paths = {},
+                                   const std::vector<std::filesystem::path>& readonly_overlays = {});
 
 }  // namespace mi::agents

@@ -17,8 +17,20 @@ const std::vector<std::string>& default_protected_globs() {
 }
 
 const std::vector<std::string>& workflow_record_globs() {
-  static const std::vector<std::string> globs = {".metainfer/**", "transcripts/**", "metrics.json", "summary.md"};
+  static const std::vector<std::string> globs = {".metainfer/**", "transcripts/**", "reports/**", "metrics.json", "summary.md"};
   return globs;
+}
+
+std::vector<fs::path> protected_mount_points(const fs::path& run_dir) {
+  std::vector<fs::path> out;
+  std::vector<std::string> globs = default_protected_globs();
+  for (const auto& g : workflow_record_globs()) globs.push_back(g);
+  for (const auto& g : globs) {
+    std::string fixed = g.substr(0, g.find_first_of("*?"));
+    if (fixed.size() != g.size()) fixed = fixed.substr(0, fixed.find_last_of('/') == std::string::npos ? 0 : fixed.find_last_of('/'));
+    if (!fixed.empty()) out.push_back(run_dir / fixed);
+  }
+  return out;
 }
 
 fs::path protected_manifest_path(const fs::path& run_dir) { return run_dir / ".metainfer" / "protected.json"; }

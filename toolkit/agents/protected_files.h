@@ -13,7 +13,7 @@ namespace mi::agents {
 // Globs (run-directory relative) of what the gates judge with: the engine's stage tests, gate scripts, test
 // contracts and the engine manifest. Hashed, and never writable by an agent.
 const std::vector<std::string>& default_protected_globs();
-// The workflow's own records (transcripts, metrics, violation logs, this manifest): never writable by an agent
+// The workflow's own records (transcripts, gate reports, metrics, violation logs, this manifest): never writable by an agent
 // either, but not hashed, because the workflow itself appends to them while agents run.
 const std::vector<std::string>& workflow_record_globs();
 
@@ -34,6 +34,10 @@ struct TamperReport {
 
 TamperReport check_protected(const std::filesystem::path& run_dir, const ProtectedManifest& expected,
                              const std::vector<std::string>& globs);
+
+// The run-directory paths that isolated commands get mounted read-only: for each protected or record glob, its part
+// before the first wildcard ("tests/**" -> run_dir/tests, "metrics.json" -> run_dir/metrics.json).
+std::vector<std::filesystem::path> protected_mount_points(const std::filesystem::path& run_dir);
 
 // Where the workflow keeps the manifest inside a run directory.
 std::filesystem::path protected_manifest_path(const std::filesystem::path& run_dir);

@@ -314,7 +314,8 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   std::vector<fs::path> readonly;
   if (!config_.ckb_dir.empty() && fs::is_directory(config_.ckb_dir)) readonly.push_back(config_.ckb_dir);
   // No role with run_command reads references, so they are hidden from every command whatever the switch says.
-  const CommandResult r = run_isolated_command(a["command"], config_.run_dir, readonly, timeout, config_.max_output_bytes, references_);
+  const CommandResult r = run_isolated_command(a["command"], config_.run_dir, readonly, timeout, config_.max_output_bytes,
+                                               references_, protected_mount_points(config_.run_dir));
   std::string head = r.timed_out ? "timed out after " + std::to_string(int(timeout)) + " s" : "exit status " + std::to_string(r.exit_code);
   if (r.truncated) head += "; output cut to its last " + std::to_string(config_.max_output_bytes) + " bytes";
   return {!r.timed_out && r.exit_code == 0, false, head + "\n" + r.output};
