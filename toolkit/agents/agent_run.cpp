@@ -10,6 +10,7 @@ AgentRun::AgentRun(AgentRunConfig config, std::unique_ptr<LlmBackend> backend)
   metrics_.source_switch = to_string(config_.sandbox.source_switch);
   // Probed lazily elsewhere; recorded here so the summary says how commands were confined on this machine.
   metrics_.isolation = command_isolation().description;
+  metrics_.conversations = read_conversation_metrics(run_dir() / "metrics.json");
 }
 
 ConversationResult AgentRun::converse(const std::string& role_id, const std::string& task, const std::string& conversation_id) {

@@ -1,7 +1,8 @@
 // One agent run: a run directory, one LLM backend, one tool sandbox, the roles from the CKB, and the metrics of
 // every conversation started in it. Each converse() starts a fresh conversation for a role (no memory carried
 // over: roles communicate through files) and rewrites metrics.json and summary.md afterwards, so an interrupted run
-// leaves its records up to the last finished conversation.
+// leaves its records up to the last finished conversation. A run directory that already has records (a resumed
+// run) continues them: earlier conversations stay in metrics.json, earlier violations in the sandbox's logs.
 #pragma once
 #include <chrono>
 #include <filesystem>
@@ -30,6 +31,12 @@ class AgentRun {
 
   const RunMetrics& metrics() const { return metrics_; }
   ToolSandbox& sandbox() { return sandbox_; }
+  // Switches the sandbox for the conversations that follow; the metrics record the switch of the latest phase and
+  // each transcript records the switch it ran under.
+  void set_source_switch(SourceSwitch s) {
+    sandbox_.set_source_switch(s);
+    metrics_.source_switch = to_string(s);
+  }
   const std::filesystem::path& run_dir() const { return sandbox_.config().run_dir; }
   // Refreshes totals (wall time, violations) and writes metrics.json and summary.md.
   void write_records();

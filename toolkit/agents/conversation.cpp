@@ -39,6 +39,8 @@ ConversationResult run_conversation(LlmBackend& backend, const AgentRoleSpec& ro
   ConversationResult result;
   ConversationMetrics& m = result.metrics;
   m.id = options.id.empty() ? next_id(dir, role.id) : options.id;
+  // A named conversation run again (a resumed stage) keeps the earlier transcript: the new one gets a suffix.
+  for (int n = 2; !options.id.empty() && fs::exists(dir / (m.id + ".jsonl")); ++n) m.id = options.id + "-" + std::to_string(n);
   m.role = role.id;
   m.transcript = "transcripts/" + m.id + ".jsonl";
   Transcript transcript(run_dir / m.transcript);

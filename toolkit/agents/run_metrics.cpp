@@ -49,6 +49,39 @@ json RunMetrics::to_json() const {
           {"reference_accesses", a}};
 }
 
+std::vector<ConversationMetrics> read_conversation_metrics(const std::filesystem::path& file) {
+  std::vector<ConversationMetrics> out;
+  if (!std::filesystem::exists(file)) return out;
+  std::ifstream in(file);
+  const json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || j.value("format", "") != "metainfer-agent-metrics/1" || !j.contains("conversations"))
+    fail(file.string(), ": not a metainfer-agent-metrics/1 file");
+  try {
+    for (const json& c : j["conversations"]) {
+      ConversationMetrics m;
+      m.id = c.at("id");
+      m.role = c.at("role");
+      m.transcript = c.at("transcript");
+      m.stop = c.at("stop");
+      m.turns = c.at("turns");
+      m.messages = c.at("messages");
+      m.tool_calls = c.at("tool_calls").get<std::map<std::string, int>>();
+      m.edits = c.at("edits");
+      m.lines_added = c.at("lines_added");
+      m.lines_removed = c.at("lines_removed");
+      m.tokens_in = c.at("tokens_in");
+      m.tokens_out = c.at("tokens_out");
+      m.violations = c.at("violations");
+      m.http_attempts = c.at("http_attempts");
+      m.wall_s = c.at("wall_s");
+      out.push_back(m);
+    }
+  } catch (const json::exception& e) {
+    fail(file.string(), ": conversations: ", e.what());
+  }
+  return out;
+}
+
 void write_run_records(const std::filesystem::path& run_dir, const RunMetrics& metrics) {
   {
     std::ofstream out(run_dir / "metrics.json");

@@ -38,6 +38,10 @@ struct RunMetrics {
   nlohmann::json to_json() const;  // format "metainfer-agent-metrics/1": {totals, conversations, violations, ...}
 };
 
+// The conversations of a metrics.json written earlier (a resumed run continues counting from them); none when the
+// file does not exist. Throws mi::Error for a file that is not this format.
+std::vector<ConversationMetrics> read_conversation_metrics(const std::filesystem::path& metrics_json);
+
 // Writes run_dir/metrics.json and run_dir/summary.md.
 void write_run_records(const std::filesystem::path& run_dir, const RunMetrics& metrics);
 

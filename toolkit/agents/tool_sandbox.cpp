@@ -52,6 +52,21 @@ ToolSandbox::ToolSandbox(SandboxConfig config) : config_(std::move(config)) {
   config_.run_dir = fs::canonical(config_.run_dir);
   if (!config_.ckb_dir.empty()) config_.ckb_dir = fs::weakly_canonical(config_.ckb_dir);
   for (const auto& r : config_.reference_paths) references_.push_back(fs::weakly_canonical(r));
+  // A resumed run keeps counting the refusals and reference reads of its earlier sessions.
+  auto load = [&](const char* name, auto&& add) {
+    std::ifstream in(config_.run_dir / ".metainfer" / name);
+    std::string line;
+    while (std::getline(in, line)) {
+      const json j = json::parse(line, nullptr, false);
+      if (j.is_object()) add(j);
+    }
+  };
+  load("violations.jsonl", [&](const json& j) {
+    violations_.push_back({j.value("role", ""), j.value("tool", ""), j.value("path", ""), j.value("rule", ""), j.value("detail", "")});
+  });
+  load("reference_access.jsonl", [&](const json& j) {
+    accesses_.push_back({j.value("role", ""), j.value("tool", ""), j.value("path", "")});
+  });
 }
 
 ToolSandbox::Resolved ToolSandbox::resolve(const std::string& text) const {

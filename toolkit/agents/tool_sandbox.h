@@ -64,6 +64,8 @@ class ToolSandbox {
   const std::vector<Violation>& violations() const { return violations_; }
   const std::vector<ReferenceAccess>& reference_accesses() const { return accesses_; }
   const SandboxConfig& config() const { return config_; }
+  // The evolution loop explores with the switch as configured and does everything else with it off.
+  void set_source_switch(SourceSwitch s) { config_.source_switch = s; }
 
  private:
   enum class Area { run, ckb, reference, outside };
