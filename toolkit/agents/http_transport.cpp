@@ -126,8 +126,12 @@ HttpResult HttpTransport::post_once(const std::string& path, const std::map<std:
     result.status = 0;
     result.error = "timed out after " + std::to_string(options_.timeout_s) + " s";
   } else if (!r && !(delivered && r.error() == httplib::Error::Canceled)) {
-    // Canceled after delivery means on_chunk chose to stop: the caller's decision, not a transport failure.
-    result.error = std::string(delivered ? "stream interrupted: " : "") + httplib::to_string(r.error());
+    // Canceled after delivery means on_chunk chose to stop: the caller's decision, not a transport failure. Any
+    // other error leaves the response incomplete, whatever status its headers carried (a 200 whose body never
+    // came is no answer): status 0, so the retry policy treats it as no response.
+    result.error = std::string(delivered ? "stream interrupted: " : result.status ? "incomplete response (HTTP " + std::to_string(result.status) + "): " : "") +
+                   httplib::to_string(r.error());
+    result.status = 0;
   }
   return result;
 }

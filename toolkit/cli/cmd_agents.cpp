@@ -2,6 +2,8 @@
 //   converse: one role, one conversation, in a run directory (README "Agents").
 //   stage:    the implementer (and optionally the spec reviewer) in repair rounds until the stage's protected gate
 //             script gates/<stage>.sh passes, or the rounds run out.
+//   evolve:   knowledge-base evolution rounds (toolkit/agents/evolution.h) judged by gates/<stage>.sh of --contracts;
+//             --resume continues an interrupted one.
 // Both write transcripts/, metrics.json and summary.md in the run directory, and print one JSON line last.
 // The API key is read from an environment variable (never a flag: flags are visible to every user in ps).
 // Exit 0: the conversation ended normally / the stage PASSED; 1: it did not (endpoint error, FAILED, TAMPERED);
@@ -14,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/agent_run.h"
+#include "agents/evolution.h"
 #include "agents/protected_files.h"
 #include "agents/stage_loop.h"
 #include "ckb/ckb.h"
@@ -50,8 +53,7 @@ void add_llm_flags(CLI::App* cmd, LlmFlags& f) {
   cmd->add_option("--ckb", f.ckb_dir, "CKB directory (roles from its roles/)");
 }
 
-std::unique_ptr<agents::AgentRun> make_run(const LlmFlags& f, const std::string& run_dir) {
-  if (!fs::is_directory(run_dir)) fail("--run-dir: '", run_dir, "' is not a directory");
+agents::BackendConfig backend_config(const LlmFlags& f) {
   agents::BackendConfig bc;
   bc.provider = f.provider;
   bc.base_url = f.url;
@@ -64,7 +66,12 @@ std::unique_ptr<agents::AgentRun> make_run(const LlmFlags& f, const std::string&
   bc.stream = f.stream;
   bc.http.timeout_s = f.timeout_s;
   bc.http.retry.max_attempts = std::max(1, f.attempts);
-  bc = agents::resolve_backend_config(bc);
+  return agents::resolve_backend_config(bc);
+}
+
+std::unique_ptr<agents::AgentRun> make_run(const LlmFlags& f, const std::string& run_dir) {
+  if (!fs::is_directory(run_dir)) fail("--run-dir: '", run_dir, "' is not a directory");
+  const agents::BackendConfig bc = backend_config(f);
   agents::AgentRunConfig cfg;
   cfg.sandbox.run_dir = run_dir;
   cfg.sandbox.ckb_dir = f.ckb_dir;
@@ -152,6 +159,51 @@ void register_agents_command(CLI::App& app, int& exit_code) {
                                 {"metrics", (run->run_dir() / "metrics.json").string()}}.dump()
               << "\n";
     exit_code = r.state == "PASSED" ? kExitOk : kExitFailure;
+  });
+
+  auto* evolve = agents_cmd->add_subcommand("evolve", "Knowledge-base evolution rounds until the SWITCH=OFF regeneration passes and the delta is merged");
+  struct EvolveOptions {
+    LlmFlags llm;
+    std::string work_dir, target, target_file, contracts, stage = "target";
+    int rounds = 3, repair_rounds = 1;
+    bool resume = false;
+    double gate_timeout_s = 600;
+  };
+  auto e = std::make_shared<EvolveOptions>();
+  evolve->add_option("--work-dir", e->work_dir, "where rounds evo-NNN/ and state.json are kept")->required();
+  auto* target = evolve->add_option("--target", e->target, "what the CKB lacks and what to build");
+  auto* target_file = evolve->add_option("--target-file", e->target_file, "read the target from a file (e.g. plan --json's gaps)");
+  target->excludes(target_file);
+  evolve->add_option("--contracts", e->contracts, "test contracts copied into every run directory, with gates/<stage>.sh")->required();
+  evolve->add_option("--stage", e->stage, "the gate judging candidate and regeneration")->capture_default_str();
+  evolve->add_option("--max-rounds", e->rounds, "rounds before giving up")->capture_default_str();
+  evolve->add_option("--max-repair-rounds", e->repair_rounds, "repair rounds per stage run")->capture_default_str();
+  evolve->add_option("--gate-timeout-s", e->gate_timeout_s, "gate script time limit")->capture_default_str();
+  evolve->add_flag("--resume", e->resume, "continue the evolution recorded in --work-dir");
+  add_llm_flags(evolve, e->llm);
+  evolve->callback([e, &exit_code] {
+    if (e->target.empty() && e->target_file.empty()) fail("give --target or --target-file");
+    agents::EvolutionConfig cfg;
+    cfg.work_dir = e->work_dir;
+    fs::create_directories(cfg.work_dir);
+    cfg.ckb_dir = e->llm.ckb_dir;
+    cfg.repo_root = ckb::default_repo_root();
+    cfg.contracts_dir = e->contracts;
+    cfg.target = e->target_file.empty() ? e->target : read_text_file("--target-file", e->target_file);
+    cfg.stage = e->stage;
+    for (const auto& r : e->llm.references) cfg.reference_paths.push_back(r);
+    cfg.explore_switch = agents::parse_source_switch(e->llm.source_switch);
+    cfg.max_rounds = e->rounds;
+    cfg.max_repair_rounds = e->repair_rounds;
+    cfg.max_turns = e->llm.max_turns;
+    cfg.max_tokens = e->llm.max_tokens;
+    const agents::BackendConfig bc = backend_config(e->llm);
+    agents::make_backend(bc);  // bad flags fail here, before any round is recorded
+    const agents::EvolutionResult r =
+        agents::evolve(cfg, [bc] { return agents::make_backend(bc); }, agents::script_gate(e->gate_timeout_s), e->resume);
+    std::cerr << "metainfer agents: evolution " << r.state << (r.detail.empty() ? "" : " (" + r.detail + ")") << "\n";
+    std::cout << nlohmann::json{{"state", r.state}, {"rounds", r.rounds}, {"merged", r.merged_files}, {"detail", r.detail}}.dump() << "\n";
+    exit_code = r.state == "ABSORBED" ? kExitOk : kExitFailure;
   });
 }
 

@@ -137,6 +137,19 @@ TEST_P(BothApis, DoesNotRetryA400) {
   EXPECT_EQ(server.requests().size(), 1u);
 }
 
+TEST_P(BothApis, ASilentEndpointTimesOutAndIsRetried) {
+  const auto [provider, stream] = GetParam();
+  mi_test::ScriptedLlmServer server(json{{"steps", json::array({{{"respond", {{"text", "too late"}, {"delay_s", 1.5}}}},
+                                                                {{"respond", {{"text", "in time"}}}}})}});
+  auto config = config_for(provider, server, stream);
+  config.http.timeout_s = 0.3;
+  const auto t0 = std::chrono::steady_clock::now();
+  const ChatResponse r = make_backend(config)->chat(two_tool_request());
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.2);
+  EXPECT_EQ(r.message.text, "in time");
+  EXPECT_EQ(r.http_attempts, 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Agents, BothApis,
                          ::testing::Combine(::testing::Values("openai", "anthropic"), ::testing::Bool()),
                          [](const auto& info) {

@@ -71,6 +71,38 @@ TEST(AgentCli, StagePassesWhenItsGateScriptPasses) {
   EXPECT_TRUE(fs::exists(run / ".metainfer/protected.json"));
 }
 
+TEST(AgentCli, EvolveAbsorbsARoundAndResumeReportsIt) {
+  mi_test::TempDir dir("agents-cli-evolve");
+  const fs::path ckb = dir / "ckb", contracts = dir / "contracts", work = dir / "work";
+  fs::copy(fs::path(METAINFER_SOURCE_DIR) / "ckb", ckb, fs::copy_options::recursive);
+  write(contracts / "gates/target.sh", "grep -q 42 src/answer.txt\n");
+  auto write_step = [](const std::string& path, const std::string& content) {
+    return json{{"respond", {{"tool_calls", {call("w", "write_file", {{"path", path}, {"content", content}})}}}}};
+  };
+  const json done = {{"respond", {{"text", "done"}}}};
+  mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+      write_step("exploration/notes.md", "The answer is 42.\n"), done,                      // explorer
+      write_step("ckb_delta/knowledge/answer.md", "The answer is 42.\n"), done,            // consolidator
+      write_step("src/answer.txt", "42\n"), done,                                          // candidate
+      write_step("src/answer.txt", "42\n"), done,                                          // regeneration
+  })}});
+  const std::vector<std::string> args = {"agents", "evolve", "--work-dir", work.string(), "--target", "Learn the answer.",
+                                         "--contracts", contracts.string(), "--ckb", ckb.string(), "--llm-url",
+                                         server.base_url() + "/v1", "--llm-model", "scripted"};
+  const auto r = mi_test::metainfer(args, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  EXPECT_EQ(mi_test::last_json_line(r.out)["state"], "ABSORBED") << r.out << r.err;
+  EXPECT_TRUE(fs::exists(ckb / "knowledge/answer.md"));
+  // Again without --resume: refused (exit 2); with it: the recorded result, no new request.
+  EXPECT_EQ(mi_test::metainfer(args).exit_code, 2);
+  std::vector<std::string> resume = args;
+  resume.push_back("--resume");
+  const auto again = mi_test::metainfer(resume);
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(server.requests().size(), 8u);
+}
+
 TEST(AgentCli, BadInputExitsTwo) {
   mi_test::TempDir dir("agents-cli-bad");
   EXPECT_EQ(mi_test::metainfer({"agents", "converse", "--role", "implementer", "--run-dir", (dir / "nope").string(), "--task", "x",

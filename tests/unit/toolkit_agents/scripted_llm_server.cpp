@@ -220,13 +220,20 @@ void ScriptedLlmServer::handle(const std::string& api, const void* request, void
     res.set_content(json{{"error", {{"message", respond.value("error", "scripted failure")}, {"type", "scripted"}}}}.dump(), "application/json");
     return;
   }
+  // delay_s: the body comes that late (after the headers), outside the lock, so a client's timeout can be tested.
+  const double delay_s = respond.value("delay_s", 0.0);
   if (!stream) {
-    res.set_content((api == "openai" ? openai_body(respond) : anthropic_body(respond)).dump(), "application/json");
+    const std::string body = (api == "openai" ? openai_body(respond) : anthropic_body(respond)).dump();
+    res.set_content_provider(body.size(), "application/json", [body, delay_s](size_t offset, size_t, httplib::DataSink& sink) {
+      if (offset == 0 && delay_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(delay_s));
+      return sink.write(body.data() + offset, body.size() - offset);
+    });
     return;
   }
   const std::string events = api == "openai" ? openai_stream(respond) : anthropic_stream(respond);
   // Chunked, one write per event, so the client sees the stream in pieces as it would from a real server.
-  res.set_chunked_content_provider("text/event-stream", [events](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [events, delay_s](size_t, httplib::DataSink& sink) {
+    if (delay_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(delay_s));
     std::size_t start = 0;
     while (start < events.size()) {
       std::size_t end = events.find("\n\n", start);
