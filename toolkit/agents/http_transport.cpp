@@ -95,6 +95,10 @@ HttpResult HttpTransport::post_once(const std::string& path, const std::map<std:
   split_seconds(options_.timeout_s, sec, usec);
   client.set_read_timeout(sec, usec);
   client.set_write_timeout(sec, usec);
+  if (url_.scheme == "https") {
+    client.enable_server_certificate_verification(true);  // never talk to an endpoint we cannot authenticate
+    if (!options_.ca_cert_file.empty()) client.set_ca_cert_path(options_.ca_cert_file.c_str());
+  }
 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.timeout_s);
   httplib::Request req;

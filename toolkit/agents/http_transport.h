@@ -27,6 +27,7 @@ EndpointUrl parse_endpoint_url(const std::string& url);
 struct HttpOptions {
   double timeout_s = 300;          // per request: connect + the whole response (a streamed one too)
   double connect_timeout_s = 10;
+  std::string ca_cert_file;  // https: trust this PEM bundle instead of the system store (a private endpoint's CA)
   RetryPolicy retry;
 };
 

@@ -25,6 +25,9 @@ struct BackendConfig {
   std::string api_key;   // may be empty for local servers
   bool stream = false;   // request SSE streaming (the result is the same ChatResponse)
   HttpOptions http;
+  // openai: the field that bounds the output. Local servers and older models take "max_tokens"; OpenAI's reasoning
+  // models refuse it and want "max_completion_tokens".
+  std::string openai_max_tokens_field = "max_tokens";
 };
 
 // Fills what `config` leaves empty from the environment: OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL, or

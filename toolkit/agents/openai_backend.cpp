@@ -37,7 +37,7 @@ json parse_tool_arguments(const std::string& text) {
   return j;
 }
 
-json openai_request_body(const ChatRequest& request, const std::string& model, bool stream) {
+json openai_request_body(const ChatRequest& request, const std::string& model, bool stream, const std::string& max_tokens_field) {
   json messages = json::array();
   if (!request.system.empty()) messages.push_back({{"role", "system"}, {"content", request.system}});
   for (const Message& m : request.messages) {
@@ -66,7 +66,7 @@ json openai_request_body(const ChatRequest& request, const std::string& model, b
     }
   }
   json body = {{"model", model}, {"messages", messages}, {"stream", stream}};
-  if (request.max_tokens > 0) body["max_tokens"] = request.max_tokens;
+  if (request.max_tokens > 0) body[max_tokens_field] = request.max_tokens;
   if (!request.tools.empty()) {
     json tools = json::array();
     for (const ToolSpec& t : request.tools)
@@ -142,7 +142,10 @@ ChatResponse OpenAiStreamAccumulator::finish() {
   return r;
 }
 
-OpenAiBackend::OpenAiBackend(BackendConfig config) : config_(std::move(config)), http_(config_.base_url, config_.http) {}
+OpenAiBackend::OpenAiBackend(BackendConfig config) : config_(std::move(config)), http_(config_.base_url, config_.http) {
+  if (config_.openai_max_tokens_field != "max_tokens" && config_.openai_max_tokens_field != "max_completion_tokens")
+    fail("openai backend: the output bound is max_tokens or max_completion_tokens, not '", config_.openai_max_tokens_field, "'");
+}
 
 std::string OpenAiBackend::describe() const { return "openai " + config_.base_url + " model=" + config_.model; }
 
@@ -151,7 +154,7 @@ ChatResponse OpenAiBackend::chat(const ChatRequest& request) {
   std::map<std::string, std::string> headers = {{"Content-Type", "application/json"}};
   if (!config_.api_key.empty()) headers["Authorization"] = "Bearer " + config_.api_key;
   if (stream) headers["Accept"] = "text/event-stream";
-  const std::string body = openai_request_body(request, config_.model, stream).dump();
+  const std::string body = openai_request_body(request, config_.model, stream, config_.openai_max_tokens_field).dump();
   const std::string where = "POST " + config_.base_url + "/chat/completions";
 
   if (!stream) {

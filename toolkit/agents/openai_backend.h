@@ -25,7 +25,8 @@ class OpenAiBackend : public LlmBackend {
 };
 
 // The wire format, apart from HTTP so tests can check it directly.
-nlohmann::json openai_request_body(const ChatRequest& request, const std::string& model, bool stream);
+nlohmann::json openai_request_body(const ChatRequest& request, const std::string& model, bool stream,
+                                   const std::string& max_tokens_field = "max_tokens");
 // A non-streamed response body. Throws mi::Error for a body without choices[0].message.
 ChatResponse parse_openai_response(const nlohmann::json& body);
 

@@ -18,6 +18,7 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kCkbPrefix = "@ckb";
+constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t(64) << 20;
 
 bool within(const fs::path& p, const fs::path& root) {
   const fs::path rel = p.lexically_relative(root);
@@ -72,8 +73,13 @@ ToolSandbox::ToolSandbox(SandboxConfig config) : config_(std::move(config)) {
 ToolSandbox::Resolved ToolSandbox::resolve(const std::string& text) const {
   Resolved r;
   fs::path raw;
-  if (text == kCkbPrefix || text.rfind(std::string(kCkbPrefix) + "/", 0) == 0)
+  if (text == kCkbPrefix || text.rfind(std::string(kCkbPrefix) + "/", 0) == 0) {
+    if (config_.ckb_dir.empty()) {  // no CKB: "@ckb/x" must not fall back to a path relative to our cwd
+      r.shown = text;
+      return r;
+    }
     raw = config_.ckb_dir / text.substr(std::min(text.size(), std::string(kCkbPrefix).size() + 1));
+  }
   else if (fs::path(text).is_absolute())
     raw = text;
   else
@@ -217,6 +223,8 @@ ToolOutcome ToolSandbox::read_file(const AgentRoleSpec& role, const json& a) {
   ToolOutcome out;
   if (!may_read(role, "read_file", r, out)) return out;
   if (!fs::is_regular_file(r.path)) return error(r.shown + ": no such file");
+  // Whole files are read (the signature check needs them): a giant one (a build artefact, a log) is refused.
+  if (fs::file_size(r.path) > kMaxFileBytes) return error(r.shown + ": larger than " + std::to_string(kMaxFileBytes >> 20) + " MiB; not a text file to read");
   const std::string text = read_all(r.path);
   // The whole file is checked, not only the range asked for: a signature in the header marks the whole file.
   if (!clean_content(role, "read_file", r, text, out)) return out;
@@ -300,6 +308,7 @@ ToolOutcome ToolSandbox::edit_file(const AgentRoleSpec& role, const json& a) {
   ToolOutcome out;
   if (!may_write(role, "edit_file", r, out)) return out;
   if (!fs::is_regular_file(r.path)) return error(r.shown + ": no such file");
+  if (fs::file_size(r.path) > kMaxFileBytes) return error(r.shown + ": too large to edit");
   const std::string before = read_all(r.path);
   // Editing needs the file's text: the read rules apply to it as well.
   if (!clean_content(role, "edit_file", r, before, out)) return out;

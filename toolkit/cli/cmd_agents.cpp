@@ -30,6 +30,7 @@ namespace {
 
 struct LlmFlags {
   std::string provider = "openai", url, model, key_env, source_switch = "off", ckb_dir = ckb::default_ckb_dir().string();
+  std::string ca_cert, max_tokens_field = "max_tokens";
   std::vector<std::string> references;
   bool stream = false;
   double timeout_s = 300;
@@ -43,6 +44,9 @@ void add_llm_flags(CLI::App* cmd, LlmFlags& f) {
   cmd->add_option("--llm-model", f.model, "model name (default: $OPENAI_MODEL / $ANTHROPIC_MODEL)");
   cmd->add_option("--llm-key-env", f.key_env, "environment variable holding the API key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY)");
   cmd->add_flag("--llm-stream", f.stream, "stream responses (SSE)");
+  cmd->add_option("--llm-ca-cert", f.ca_cert, "https: trust this PEM CA bundle instead of the system store");
+  cmd->add_option("--llm-max-tokens-field", f.max_tokens_field, "openai: max_tokens (local servers) or max_completion_tokens (OpenAI reasoning models)")
+      ->check(CLI::IsMember({"max_tokens", "max_completion_tokens"}))->capture_default_str();
   cmd->add_option("--llm-timeout-s", f.timeout_s, "per-request timeout")->capture_default_str();
   cmd->add_option("--llm-attempts", f.attempts, "tries per request (429 and 5xx are retried with backoff)")->capture_default_str();
   cmd->add_option("--max-turns", f.max_turns, "LLM requests per conversation")->capture_default_str();
@@ -64,6 +68,8 @@ agents::BackendConfig backend_config(const LlmFlags& f) {
     bc.api_key = key;
   }
   bc.stream = f.stream;
+  bc.openai_max_tokens_field = f.max_tokens_field;
+  bc.http.ca_cert_file = f.ca_cert;
   bc.http.timeout_s = f.timeout_s;
   bc.http.retry.max_attempts = std::max(1, f.attempts);
   return agents::resolve_backend_config(bc);

@@ -8,6 +8,8 @@
 #include "agents/llm_backend.h"
 #include "agents/openai_backend.h"
 #include "common/error.h"
+#include "process/subprocess.h"
+#include "../toolkit_support.h"
 #include "scripted_llm_server.h"
 
 namespace {
@@ -169,6 +171,8 @@ TEST(AgentBackend, ToolHistoryRoundTripsInBothFormats) {
   EXPECT_EQ(o["messages"][3]["role"], "tool");
   EXPECT_EQ(o["messages"][3]["tool_call_id"], "call_1");
   EXPECT_EQ(o["messages"].size(), 5u);
+  EXPECT_EQ(o["max_tokens"], 4096);
+  EXPECT_EQ(openai_request_body(r, "m", false, "max_completion_tokens")["max_completion_tokens"], 4096);
 
   const json an = anthropic_request_body(r, "m", false);
   ASSERT_EQ(an["messages"].size(), 3u);  // user, assistant, one user message holding both results
@@ -203,6 +207,28 @@ TEST(AgentBackend, UnreachableEndpointFailsAfterRetries) {
     EXPECT_NE(std::string(e.what()).find("no response"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("after 2 attempts"), std::string::npos) << e.what();
   }
+}
+
+TEST(AgentBackend, HttpsEndpointIsVerifiedAgainstItsCa) {
+  mi_test::TempDir dir("agents-tls");
+  const std::string cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();
+  const auto made = mi::process::run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                                      "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"});
+  if (made.exit_code != 0) GTEST_SKIP() << "no openssl to make a certificate: " << made.err;
+  mi_test::ScriptedLlmServer server(json{{"steps", json::array({{{"respond", {{"text", "over tls"}}}}, {{"respond", {{"text", "unused"}}}}})}}, cert, key);
+  ASSERT_EQ(server.base_url().rfind("https://", 0), 0u);
+  BackendConfig c = config_for("openai", server, false);
+  c.http.retry.max_attempts = 1;
+  // The system store does not know our CA: refused.
+  try {
+    make_backend(c)->chat(two_tool_request());
+    FAIL() << "an unverifiable certificate was accepted";
+  } catch (const mi::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("SSL"), std::string::npos) << e.what();
+  }
+  c.http.ca_cert_file = cert;
+  EXPECT_EQ(make_backend(c)->chat(two_tool_request()).message.text, "over tls");
+  EXPECT_EQ(server.requests().size(), 1u);  // the refused handshake never reached the handler
 }
 
 TEST(AgentBackend, ConfigFromEnvironmentAndErrors) {

@@ -154,6 +154,11 @@ TEST(AgentSandbox, PathEscapesAreRefused) {
   EXPECT_FALSE(fs::exists(w.dir / "escaped.txt"));
   EXPECT_EQ(sb.violations().size(), 6u);
   for (const auto& v : sb.violations()) EXPECT_EQ(v.rule, "path_escape");
+  // Without a CKB, "@ckb/..." names nothing (it must not resolve against the process's working directory).
+  SandboxConfig no_ckb = w.config();
+  no_ckb.ckb_dir.clear();
+  ToolSandbox bare(no_ckb);
+  EXPECT_TRUE(bare.call(impl, "read_file", {{"path", "@ckb/../run/src/kernel.cpp"}}).violation);
 }
 
 TEST(AgentSandbox, GrantsFollowTheRoleFile) {

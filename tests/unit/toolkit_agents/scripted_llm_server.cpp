@@ -138,6 +138,16 @@ std::string anthropic_stream(const json& r) {
 }  // namespace
 
 ScriptedLlmServer::ScriptedLlmServer(json script) : steps_(script.value("steps", json::array())), server_(std::make_unique<httplib::Server>()) {
+  start();
+}
+
+ScriptedLlmServer::ScriptedLlmServer(json script, const std::string& cert, const std::string& key)
+    : steps_(script.value("steps", json::array())), server_(std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str())), tls_(true) {
+  if (!server_->is_valid()) throw std::runtime_error("scripted server: cannot load " + cert + " / " + key);
+  start();
+}
+
+void ScriptedLlmServer::start() {
   auto route = [this](const std::string& api) {
     return [this, api](const httplib::Request& req, httplib::Response& res) {
       try {

@@ -36,10 +36,12 @@ struct ReceivedRequest {
 class ScriptedLlmServer {
  public:
   explicit ScriptedLlmServer(nlohmann::json script);
+  // Over TLS (https) with this PEM certificate and key.
+  ScriptedLlmServer(nlohmann::json script, const std::string& cert_pem_file, const std::string& key_pem_file);
   ~ScriptedLlmServer();
 
   int port() const { return port_; }
-  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string base_url() const { return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_); }
 
   std::vector<ReceivedRequest> requests() const;
   std::vector<std::string> failures() const;
@@ -47,6 +49,7 @@ class ScriptedLlmServer {
 
  private:
   void handle(const std::string& api, const void* req, void* res);
+  void start();
 
   nlohmann::json steps_;
   std::size_t next_ = 0;
@@ -56,6 +59,7 @@ class ScriptedLlmServer {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;
+  bool tls_ = false;
 };
 
 }  // namespace mi_test
