@@ -207,6 +207,8 @@ EvolutionResult evolve(const EvolutionConfig& cfg, const BackendFactory& backend
   if (cfg.target.empty()) fail("evolve: no target");
   if (!fs::is_directory(cfg.ckb_dir)) fail("evolve: CKB directory ", cfg.ckb_dir.string(), " does not exist");
   if (!cfg.contracts_dir.empty() && !fs::is_directory(cfg.contracts_dir)) fail("evolve: contracts directory ", cfg.contracts_dir.string(), " does not exist");
+  for (const auto& in : cfg.inputs)
+    if (!fs::is_regular_file(in)) fail("evolve: input ", in.string(), " is not a file");
   const fs::path state_file = cfg.work_dir / "state.json";
   const json identity = {{"format", "metainfer-evolution/1"}, {"target", cfg.target}, {"stage", cfg.stage}};
   if (fs::exists(state_file)) {
@@ -242,6 +244,10 @@ EvolutionResult evolve(const EvolutionConfig& cfg, const BackendFactory& backend
       }
       current = cfg.work_dir / round_name(int(rounds.size()) + 1);
       lay_down_contracts(current / "candidate", cfg.contracts_dir);
+      for (const auto& in : cfg.inputs) {
+        fs::create_directories(current / "candidate" / "inputs");
+        fs::copy_file(in, current / "candidate" / "inputs" / in.filename(), fs::copy_options::overwrite_existing);
+      }
       stage_ckb(cfg.ckb_dir, current / "candidate" / "ckb_delta", current / "staged_ckb");
       // The previous round's failure analysis seeds this one.
       if (!rounds.empty() && fs::exists(rounds.back() / "candidate" / "failure" / "analysis.md")) {

@@ -34,6 +34,7 @@ struct EvolutionConfig {
   std::filesystem::path repo_root;      // what CKB component and test paths are relative to (lint)
   std::filesystem::path contracts_dir;  // test contracts and gates/<stage>.sh, copied into every run directory
   std::string target;                   // what the CKB lacks and what to build: the explorer's and implementer's brief
+  std::vector<std::filesystem::path> inputs;  // files copied into each round's candidate/inputs/ (plan.json, config.json)
   std::string stage = "target";         // the gate that judges candidate and regeneration
   std::vector<std::filesystem::path> reference_paths;
   SourceSwitch explore_switch = SourceSwitch::off;

@@ -20,6 +20,7 @@
 #include "agents/protected_files.h"
 #include "agents/stage_loop.h"
 #include "ckb/ckb.h"
+#include "coverage/coverage.h"
 #include "cli/commands.h"
 #include "common/error.h"
 
@@ -170,7 +171,7 @@ void register_agents_command(CLI::App& app, int& exit_code) {
   auto* evolve = agents_cmd->add_subcommand("evolve", "Knowledge-base evolution rounds until the SWITCH=OFF regeneration passes and the delta is merged");
   struct EvolveOptions {
     LlmFlags llm;
-    std::string work_dir, target, target_file, contracts, stage = "target";
+    std::string work_dir, target, target_file, constraints, model, contracts, stage = "target";
     int rounds = 3, repair_rounds = 1;
     bool resume = false;
     double gate_timeout_s = 600;
@@ -179,7 +180,10 @@ void register_agents_command(CLI::App& app, int& exit_code) {
   evolve->add_option("--work-dir", e->work_dir, "where rounds evo-NNN/ and state.json are kept")->required();
   auto* target = evolve->add_option("--target", e->target, "what the CKB lacks and what to build");
   auto* target_file = evolve->add_option("--target-file", e->target_file, "read the target from a file (e.g. plan --json's gaps)");
-  target->excludes(target_file);
+  auto* constraints = evolve->add_option("--constraints", e->constraints, "a constraints file: evolve only when coverage fails, the gaps are the target");
+  auto* model = evolve->add_option("--model", e->model, "the checkpoint (overrides the constraints' model.path)");
+  target->excludes(target_file)->excludes(constraints)->excludes(model);
+  target_file->excludes(constraints)->excludes(model);
   evolve->add_option("--contracts", e->contracts, "test contracts copied into every run directory, with gates/<stage>.sh")->required();
   evolve->add_option("--stage", e->stage, "the gate judging candidate and regeneration")->capture_default_str();
   evolve->add_option("--max-rounds", e->rounds, "rounds before giving up")->capture_default_str();
@@ -188,14 +192,34 @@ void register_agents_command(CLI::App& app, int& exit_code) {
   evolve->add_flag("--resume", e->resume, "continue the evolution recorded in --work-dir");
   add_llm_flags(evolve, e->llm);
   evolve->callback([e, &exit_code] {
-    if (e->target.empty() && e->target_file.empty()) fail("give --target or --target-file");
+    if (e->target.empty() && e->target_file.empty() && e->constraints.empty() && e->model.empty())
+      fail("give --target, --target-file, or --constraints/--model");
     agents::EvolutionConfig cfg;
     cfg.work_dir = e->work_dir;
     fs::create_directories(cfg.work_dir);
+    std::string target = e->target_file.empty() ? e->target : read_text_file("--target-file", e->target_file);
+    if (!e->constraints.empty() || !e->model.empty()) {
+      // Evolution is entered only when coverage fails; the plan's gaps are what the round must learn.
+      constraints::Overrides overrides;
+      if (!e->model.empty()) overrides.model = e->model;
+      const coverage::Plan plan = coverage::plan_for(ckb::load(e->llm.ckb_dir), e->constraints, overrides);
+      if (plan.covered) {
+        std::cerr << "metainfer agents: the CKB covers these constraints; nothing to evolve (use metainfer generate)\n";
+        std::cout << nlohmann::json{{"state", "COVERED"}}.dump() << "\n";
+        exit_code = kExitOk;
+        return;
+      }
+      std::ofstream(cfg.work_dir / "plan.json") << plan.to_json().dump(2) << "\n";
+      cfg.inputs.push_back(cfg.work_dir / "plan.json");
+      const fs::path config_json = plan.constraints.model / "config.json";
+      if (fs::is_regular_file(config_json)) cfg.inputs.push_back(config_json);
+      target = "Coverage detection found what the knowledge base lacks for these constraints (inputs/plan.json; the "
+               "checkpoint's inputs/config.json):\n\n" + plan.to_text();
+    }
     cfg.ckb_dir = e->llm.ckb_dir;
     cfg.repo_root = ckb::default_repo_root();
     cfg.contracts_dir = e->contracts;
-    cfg.target = e->target_file.empty() ? e->target : read_text_file("--target-file", e->target_file);
+    cfg.target = target;
     cfg.stage = e->stage;
     for (const auto& r : e->llm.references) cfg.reference_paths.push_back(r);
     cfg.explore_switch = agents::parse_source_switch(e->llm.source_switch);

@@ -103,6 +103,37 @@ TEST(AgentCli, EvolveAbsorbsARoundAndResumeReportsIt) {
   EXPECT_EQ(server.requests().size(), 8u);
 }
 
+TEST(AgentCli, EvolveIsEnteredOnlyWhenCoverageFails) {
+  mi_test::TempDir dir("agents-cli-evolve-plan");
+  const fs::path contracts = dir / "contracts";
+  write(contracts / "gates/target.sh", "exit 1\n");
+  // Covered: nothing to evolve, no request.
+  mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+      {{"expect", {{"system_contains", "exploration agent"}, {"body_contains", {"gated_deltanet", "inputs/plan.json"}}}},
+       {"respond", {{"tool_calls", {call("r", "read_file", {{"path", "inputs/config.json"}})}}}}},
+      {{"expect", {{"body_contains", {"Qwen3NextForCausalLM"}}}}, {"respond", {{"text", "Read the config."}}}},
+  })}});
+  const std::vector<std::string> llm = {"--contracts", contracts.string(), "--llm-url", server.base_url() + "/v1", "--llm-model", "scripted",
+                                        "--llm-attempts", "1"};
+  std::vector<std::string> covered = {"agents", "evolve", "--work-dir", (dir / "w1").string(), "--model", mi_test::golden("qwen3-tiny").string()};
+  covered.insert(covered.end(), llm.begin(), llm.end());
+  const auto c = mi_test::metainfer(covered, 60);
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  EXPECT_EQ(mi_test::last_json_line(c.out)["state"], "COVERED");
+  EXPECT_TRUE(server.requests().empty());
+  // Not covered (qwen3_next): the plan's gaps brief the explorer, who can read the checkpoint's config; the script
+  // then runs out, so the round stops resumable.
+  std::vector<std::string> gap = {"agents", "evolve", "--work-dir", (dir / "w2").string(), "--model", mi_test::golden("qwen3_next-tiny").string()};
+  gap.insert(gap.end(), llm.begin(), llm.end());
+  const auto g = mi_test::metainfer(gap, 60);
+  EXPECT_EQ(g.exit_code, 1) << g.out << g.err;
+  EXPECT_EQ(mi_test::last_json_line(g.out)["state"], "INTERRUPTED") << g.out;
+  // The explorer's two requests matched; the consolidator's found the script exhausted, as planned.
+  ASSERT_EQ(server.failures().size(), 1u) << ::testing::PrintToString(server.failures());
+  EXPECT_NE(server.failures()[0].find("request 3 (openai): the script has no step left"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir / "w2/evo-001/candidate/inputs/plan.json"));
+}
+
 TEST(AgentCli, BadInputExitsTwo) {
   mi_test::TempDir dir("agents-cli-bad");
   EXPECT_EQ(mi_test::metainfer({"agents", "converse", "--role", "implementer", "--run-dir", (dir / "nope").string(), "--task", "x",
