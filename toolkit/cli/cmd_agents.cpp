@@ -2,6 +2,7 @@
 //   converse: one role, one conversation, in a run directory (README "Agents").
 //   stage:    the implementer (and optionally the spec reviewer) in repair rounds until the stage's protected gate
 //             script gates/<stage>.sh passes, or the rounds run out.
+//   protect:  hash a run directory's test contracts and gate scripts, or (--check) verify them before a gate.
 //   evolve:   knowledge-base evolution rounds (toolkit/agents/evolution.h) judged by gates/<stage>.sh of --contracts;
 //             --resume continues an interrupted one.
 // Both write transcripts/, metrics.json and summary.md in the run directory, and print one JSON line last.
@@ -166,6 +167,30 @@ void register_agents_command(CLI::App& app, int& exit_code) {
                                 {"metrics", (run->run_dir() / "metrics.json").string()}}.dump()
               << "\n";
     exit_code = r.state == "PASSED" ? kExitOk : kExitFailure;
+  });
+
+  auto* protect = agents_cmd->add_subcommand("protect", "Hash a run directory's test contracts and gate scripts, or check them (--check)");
+  struct ProtectOptions {
+    std::string run_dir;
+    bool check = false;
+  };
+  auto p = std::make_shared<ProtectOptions>();
+  protect->add_option("--run-dir", p->run_dir, "the run directory")->required();
+  protect->add_flag("--check", p->check, "compare with the recorded hashes; exit 1 naming every changed, missing or added file");
+  protect->callback([p, &exit_code] {
+    if (!fs::is_directory(p->run_dir)) fail("--run-dir: '", p->run_dir, "' is not a directory");
+    const fs::path manifest = agents::protected_manifest_path(p->run_dir);
+    if (!p->check) {
+      const agents::ProtectedManifest m = agents::snapshot_protected(p->run_dir, agents::default_protected_globs());
+      agents::write_protected_manifest(manifest, m);
+      std::cout << nlohmann::json{{"manifest", manifest.string()}, {"files", m.sha256.size()}}.dump() << "\n";
+      return;
+    }
+    const agents::TamperReport r =
+        agents::check_protected(p->run_dir, agents::read_protected_manifest(manifest), agents::default_protected_globs());
+    std::cout << nlohmann::json{{"clean", r.clean()}, {"modified", r.modified}, {"missing", r.missing}, {"added", r.added}}.dump() << "\n";
+    if (!r.clean()) std::cerr << "metainfer agents: protected files changed: " << r.describe() << "\n";
+    exit_code = r.clean() ? kExitOk : kExitFailure;
   });
 
   auto* evolve = agents_cmd->add_subcommand("evolve", "Knowledge-base evolution rounds until the SWITCH=OFF regeneration passes and the delta is merged");
