@@ -52,8 +52,8 @@ TEST(AgentRoles, RepositoryRolesLoadAndLintClean) {
     EXPECT_FALSE(r.prompt.empty()) << id;
     EXPECT_NO_THROW(tool_specs(r.tools)) << id;
   }
-  // Only the implementer and the consolidator may run commands; the reviewer cannot edit.
-  EXPECT_TRUE(find_role(kCkb / "roles", "implementer").has_tool("run_command"));
+  // Only the implementer runs commands (builds, its stage's tests); the reviewer cannot edit.
+  for (const auto& r : roles) EXPECT_EQ(r.has_tool("run_command"), r.id == "implementer") << r.id;
   EXPECT_FALSE(find_role(kCkb / "roles", "spec_reviewer").has_tool("edit_file"));
   EXPECT_FALSE(find_role(kCkb / "roles", "explorer").has_tool("run_command"));
   EXPECT_TRUE(role_errors(kCkb).empty()) << describe(role_errors(kCkb));
