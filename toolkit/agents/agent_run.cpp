@@ -11,6 +11,7 @@ AgentRun::AgentRun(AgentRunConfig config, std::unique_ptr<LlmBackend> backend)
   // Probed lazily elsewhere; recorded here so the summary says how commands were confined on this machine.
   metrics_.isolation = command_isolation().description;
   metrics_.conversations = read_conversation_metrics(run_dir() / "metrics.json");
+  earlier_wall_s_ = read_wall_seconds(run_dir() / "metrics.json");
 }
 
 ConversationResult AgentRun::converse(const std::string& role_id, const std::string& task, const std::string& conversation_id) {
@@ -25,7 +26,7 @@ ConversationResult AgentRun::converse(const std::string& role_id, const std::str
 void AgentRun::write_records() {
   metrics_.violations = sandbox_.violations();
   metrics_.reference_accesses = sandbox_.reference_accesses();
-  metrics_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  metrics_.wall_s = earlier_wall_s_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   write_run_records(run_dir(), metrics_);
 }
 

@@ -47,6 +47,7 @@ class AgentRun {
   ToolSandbox sandbox_;
   RunMetrics metrics_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double earlier_wall_s_ = 0;  // spent by earlier sessions of this run directory (a resumed run)
 };
 
 }  // namespace mi::agents

@@ -9,6 +9,7 @@
 #include "agents/agent_run.h"
 #include "agents/ckb_delta.h"
 #include "agents/protected_files.h"
+#include "agents/run_metrics.h"
 #include "common/error.h"
 
 namespace mi::agents {
@@ -201,9 +202,33 @@ std::vector<fs::path> existing_rounds(const fs::path& work) {
   return out;
 }
 
+// The evolution's records as one run: every round's candidate and regeneration directories together.
+void write_evolution_records(const fs::path& work) {
+  std::vector<fs::path> dirs;
+  json rounds = json::array();
+  for (const auto& r : existing_rounds(work)) {
+    dirs.push_back(r / "candidate");
+    dirs.push_back(r / "regen");
+    const json rec = json::parse(read_all(r / "round.json"), nullptr, false);
+    if (!rec.is_discarded()) rounds.push_back(rec);
+  }
+  write_run_records(work, combine_run_records(work, dirs));
+  write_json(work / "evolution.json", {{"format", "metainfer-evolution/1"}, {"rounds", rounds}});
+}
+
+EvolutionResult evolve_rounds(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, bool resume);
+
 }  // namespace
 
 EvolutionResult evolve(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, bool resume) {
+  EvolutionResult r = evolve_rounds(cfg, backends, gate, resume);
+  write_evolution_records(cfg.work_dir);
+  return r;
+}
+
+namespace {
+
+EvolutionResult evolve_rounds(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, bool resume) {
   if (cfg.target.empty()) fail("evolve: no target");
   if (!fs::is_directory(cfg.ckb_dir)) fail("evolve: CKB directory ", cfg.ckb_dir.string(), " does not exist");
   if (!cfg.contracts_dir.empty() && !fs::is_directory(cfg.contracts_dir)) fail("evolve: contracts directory ", cfg.contracts_dir.string(), " does not exist");
@@ -272,5 +297,7 @@ EvolutionResult evolve(const EvolutionConfig& cfg, const BackendFactory& backend
     result.detail = current.filename().string() + ": " + state;
   }
 }
+
+}  // namespace
 
 }  // namespace mi::agents

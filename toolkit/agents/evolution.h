@@ -14,7 +14,8 @@
 // phase; the work directory's state.json names the target, so a resume cannot continue someone else's evolution.
 //
 // Layout: <work>/state.json, <work>/evo-NNN/{round.json, staged_ckb/, candidate/, regen/}; candidate/ and regen/ are
-// run directories (transcripts, metrics.json, summary.md, reports/).
+// run directories (transcripts, metrics.json, summary.md, reports/). Whenever evolve() returns, <work>/metrics.json
+// and <work>/summary.md hold every round's figures together, and <work>/evolution.json each round's state.
 #pragma once
 #include <filesystem>
 #include <functional>

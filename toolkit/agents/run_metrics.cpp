@@ -82,6 +82,47 @@ std::vector<ConversationMetrics> read_conversation_metrics(const std::filesystem
   return out;
 }
 
+double read_wall_seconds(const std::filesystem::path& file) {
+  if (!std::filesystem::exists(file)) return 0;
+  std::ifstream in(file);
+  const json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.contains("totals") || !j["totals"].contains("wall_s") || !j["totals"]["wall_s"].is_number()) return 0;
+  return j["totals"]["wall_s"].get<double>();
+}
+
+RunMetrics combine_run_records(const std::filesystem::path& base, const std::vector<std::filesystem::path>& run_dirs) {
+  namespace fs = std::filesystem;
+  RunMetrics all;
+  for (const auto& dir : run_dirs) {
+    const fs::path file = dir / "metrics.json";
+    if (!fs::exists(file)) continue;
+    std::ifstream in(file);
+    const json j = json::parse(in, nullptr, false);
+    if (!j.is_discarded()) {
+      if (all.isolation.empty()) all.isolation = j.value("isolation", "");
+      all.source_switch = j.value("source_switch", all.source_switch);
+    }
+    const std::string prefix = dir.lexically_relative(base).generic_string() + "/";
+    for (auto c : read_conversation_metrics(file)) {
+      c.transcript = prefix + c.transcript;
+      all.conversations.push_back(c);
+    }
+    all.wall_s += read_wall_seconds(file);
+    std::ifstream v(dir / ".metainfer" / "violations.jsonl");
+    for (std::string line; std::getline(v, line);) {
+      const json x = json::parse(line, nullptr, false);
+      if (x.is_object())
+        all.violations.push_back({x.value("role", ""), x.value("tool", ""), prefix + x.value("path", ""), x.value("rule", ""), x.value("detail", "")});
+    }
+    std::ifstream a(dir / ".metainfer" / "reference_access.jsonl");
+    for (std::string line; std::getline(a, line);) {
+      const json x = json::parse(line, nullptr, false);
+      if (x.is_object()) all.reference_accesses.push_back({x.value("role", ""), x.value("tool", ""), x.value("path", "")});
+    }
+  }
+  return all;
+}
+
 void write_run_records(const std::filesystem::path& run_dir, const RunMetrics& metrics) {
   {
     std::ofstream out(run_dir / "metrics.json");

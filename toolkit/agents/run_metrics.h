@@ -41,6 +41,13 @@ struct RunMetrics {
 // The conversations of a metrics.json written earlier (a resumed run continues counting from them); none when the
 // file does not exist. Throws mi::Error for a file that is not this format.
 std::vector<ConversationMetrics> read_conversation_metrics(const std::filesystem::path& metrics_json);
+// totals.wall_s of such a file (0 when there is none): the time earlier sessions of a resumed run already spent.
+double read_wall_seconds(const std::filesystem::path& metrics_json);
+
+// The records of several run directories as one (an evolution's rounds): conversations with their transcript paths
+// made relative to `base`, violations and reference accesses from each directory's .metainfer logs, wall times
+// summed. Directories without records are skipped.
+RunMetrics combine_run_records(const std::filesystem::path& base, const std::vector<std::filesystem::path>& run_dirs);
 
 // Writes run_dir/metrics.json and run_dir/summary.md.
 void write_run_records(const std::filesystem::path& run_dir, const RunMetrics& metrics);

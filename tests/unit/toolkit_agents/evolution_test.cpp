@@ -140,6 +140,14 @@ TEST(AgentEvolution, AFailedRoundSeedsTheNextWhichIsAbsorbedAndTagged) {
   const std::string log = slurp(w.ckb / "evolution/log.toml");
   EXPECT_NE(log.find("id = \"evo-002\""), std::string::npos) << log;
   EXPECT_EQ(log.find("evo-001"), std::string::npos) << log;
+  // The evolution's figures together: round 1 (explorer, consolidator, candidate, regeneration, failure analyst) and
+  // round 2 (the same but the analyst), with each transcript named from the work directory.
+  const json all = json::parse(slurp(w.work / "metrics.json"));
+  EXPECT_EQ(all["totals"]["agents_started"], 9);
+  EXPECT_EQ(all["conversations"][0]["transcript"], "evo-001/candidate/transcripts/explorer-001.jsonl");
+  EXPECT_TRUE(fs::exists(w.work / all["conversations"][3]["transcript"].get<std::string>()));
+  EXPECT_EQ(json::parse(slurp(w.work / "evolution.json"))["rounds"][0]["state"], "FAILED:regenerate");
+  EXPECT_NE(slurp(w.work / "summary.md").find("| 9 |"), std::string::npos);
   // Asking again changes nothing and asks the endpoint nothing.
   const std::size_t requests = server.requests().size();
   EXPECT_EQ(evolve(w.config(3), backends(server), script_gate(30), true).state, "ABSORBED");
@@ -173,6 +181,7 @@ TEST(AgentEvolution, AnInterruptedEvolutionResumesAtThePhaseItStoppedIn) {
   const json metrics = json::parse(slurp(w.work / "evo-001/candidate/metrics.json"));
   EXPECT_EQ(metrics["totals"]["agents_started"], 4);
   EXPECT_TRUE(fs::exists(w.work / "evo-001/candidate/transcripts/target-r0-implementer-2.jsonl"));
+  EXPECT_EQ(json::parse(slurp(w.work / "metrics.json"))["totals"]["agents_started"], 5);
 }
 
 TEST(AgentEvolution, ADeltaThatBreaksTheCkbIsNotStaged) {
