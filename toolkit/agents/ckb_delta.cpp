@@ -98,11 +98,13 @@ std::vector<std::string> merge_delta(const fs::path& delta_dir, const fs::path& 
     const std::string tag = "evolved in " + round + "; evidence: " + evidence_text;
     if (ext == ".toml") text = "# " + tag + "\n" + text;
     else if (ext == ".md") text = "<!-- " + tag + " -->\n" + text;
+    const bool replaced = fs::exists(ckb_dir / rel);  // a delta may revise an entry; the log says which it did
     fs::create_directories((ckb_dir / rel).parent_path());
     std::ofstream out(ckb_dir / rel, std::ios::binary | std::ios::trunc);
     out << text;
     if (!out) fail((ckb_dir / rel).string(), ": cannot write");
-    log += "  { path = " + toml_string(rel) + ", sha256 = " + toml_string(generator::sha256_hex(text)) + " },\n";
+    log += "  { path = " + toml_string(rel) + ", sha256 = " + toml_string(generator::sha256_hex(text)) +
+           ", change = " + (replaced ? "\"replaced\"" : "\"added\"") + " },\n";
   }
   log += "]\n";
   fs::create_directories(ckb_dir / "evolution");

@@ -21,8 +21,8 @@ std::vector<std::string> new_lint_errors(const std::filesystem::path& base_ckb, 
                                          const std::filesystem::path& repo_root);
 
 // Copies the delta into `ckb_dir`. TOML and Markdown files get a first line naming the round and the evidence
-// ("# evolved in evo-001; evidence: ..."); <ckb_dir>/evolution/log.toml gets a [[round]] with every file and its
-// sha256. Returns the merged files.
+// ("# evolved in evo-001; evidence: ..."); <ckb_dir>/evolution/log.toml gets a [[round]] with every file, its
+// sha256 and whether it was added or replaced an entry. Returns the merged files.
 std::vector<std::string> merge_delta(const std::filesystem::path& delta_dir, const std::filesystem::path& ckb_dir,
                                      const std::string& round, const std::vector<std::string>& evidence);
 

@@ -152,6 +152,9 @@ void register_agents_command(CLI::App& app, int& exit_code) {
   stage->callback([s, &exit_code] {
     if (s->objective.empty() && s->objective_file.empty()) fail("give --objective or --objective-file");
     const std::string objective = s->objective_file.empty() ? s->objective : read_text_file("--objective-file", s->objective_file);
+    // A stage without its gate would spend every round's LLM calls for a certain FAILED.
+    if (!fs::is_regular_file(fs::path(s->run_dir) / "gates" / (s->stage + ".sh")))
+      fail("--stage ", s->stage, ": the run directory has no gate script gates/", s->stage, ".sh");
     auto run = make_run(s->llm, s->run_dir);
     // The workflow lays the contracts down; a run directory without a manifest gets one now, before any agent acts.
     if (!fs::exists(agents::protected_manifest_path(run->run_dir()))) {
@@ -219,6 +222,8 @@ void register_agents_command(CLI::App& app, int& exit_code) {
   evolve->callback([e, &exit_code] {
     if (e->target.empty() && e->target_file.empty() && e->constraints.empty() && e->model.empty())
       fail("give --target, --target-file, or --constraints/--model");
+    if (!fs::is_regular_file(fs::path(e->contracts) / "gates" / (e->stage + ".sh")))
+      fail("--contracts: ", e->contracts, " has no gate script gates/", e->stage, ".sh (the gate of --stage ", e->stage, ")");
     agents::EvolutionConfig cfg;
     cfg.work_dir = e->work_dir;
     fs::create_directories(cfg.work_dir);

@@ -147,6 +147,10 @@ TEST(AgentCli, BadInputExitsTwo) {
                                          "--llm-model", "m", "--llm-key-env", "MI_TEST_UNSET_KEY"});
   EXPECT_EQ(nokey.exit_code, 2);
   EXPECT_NE(nokey.err.find("MI_TEST_UNSET_KEY"), std::string::npos) << nokey.err;
+  const auto nogate = mi_test::metainfer({"agents", "stage", "--run-dir", dir.path().string(), "--stage", "kernel", "--objective", "x",
+                                          "--llm-url", "http://127.0.0.1:9/v1", "--llm-model", "m"});
+  EXPECT_EQ(nogate.exit_code, 2);
+  EXPECT_NE(nogate.err.find("gates/kernel.sh"), std::string::npos) << nogate.err;
 }
 
 }  // namespace

@@ -139,6 +139,7 @@ TEST(AgentEvolution, AFailedRoundSeedsTheNextWhichIsAbsorbedAndTagged) {
             "# scale\nscale() returns 2.\n");
   const std::string log = slurp(w.ckb / "evolution/log.toml");
   EXPECT_NE(log.find("id = \"evo-002\""), std::string::npos) << log;
+  EXPECT_NE(log.find("change = \"added\""), std::string::npos) << log;
   EXPECT_EQ(log.find("evo-001"), std::string::npos) << log;
   // The evolution's figures together: round 1 (explorer, consolidator, candidate, regeneration, failure analyst) and
   // round 2 (the same but the analyst), with each transcript named from the work directory.
