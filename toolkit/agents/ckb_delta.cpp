@@ -108,7 +108,11 @@ std::vector<std::string> merge_delta(const fs::path& delta_dir, const fs::path& 
   }
   log += "]\n";
   fs::create_directories(ckb_dir / "evolution");
-  std::ofstream(ckb_dir / "evolution" / "log.toml", std::ios::app) << log;
+  // A merge interrupted after this point and run again (a resumed round) rewrites the same files; the round is
+  // logged once.
+  const fs::path log_file = ckb_dir / "evolution" / "log.toml";
+  if (read_all(log_file).find("\nid = " + toml_string(round) + "\n") == std::string::npos)
+    std::ofstream(log_file, std::ios::app) << log;
   return files;
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "../toolkit_support.h"
+#include "agents/ckb_delta.h"
 #include "agents/evolution.h"
 #include "agents/isolated_command.h"
 #include "scripted_llm_server.h"
@@ -201,6 +202,20 @@ TEST(AgentEvolution, ADeltaThatBreaksTheCkbIsNotStaged) {
   EXPECT_EQ(round["state"], "FAILED:consolidate");
   EXPECT_NE(round["detail"].get<std::string>().find("broken.toml"), std::string::npos) << round.dump(1);
   EXPECT_FALSE(fs::exists(w.ckb / "contracts/broken.toml"));
+}
+
+TEST(AgentEvolution, AMergeRunTwiceLogsItsRoundOnce) {
+  mi_test::TempDir dir("agents-merge");
+  write(dir / "delta/contracts/x.toml", "id = \"x\"\n");
+  write(dir / "ckb/contracts/x.toml", "id = \"old\"\n");
+  for (int i = 0; i < 2; ++i) merge_delta(dir / "delta", dir / "ckb", "evo-007", {"evo-007/regen/reports/s/round-0.txt"});
+  EXPECT_EQ(slurp(dir / "ckb/contracts/x.toml"), "# evolved in evo-007; evidence: evo-007/regen/reports/s/round-0.txt\nid = \"x\"\n");
+  const std::string log = slurp(dir / "ckb/evolution/log.toml");
+  EXPECT_EQ(log.find("[[round]]"), log.rfind("[[round]]")) << log;
+  EXPECT_NE(log.find("change = \"replaced\""), std::string::npos) << log;
+  // A delta path that is a symlink is refused: a delta is plain files.
+  fs::create_symlink("/etc/passwd", dir / "delta/contracts/link.toml");
+  EXPECT_THROW(delta_files(dir / "delta"), mi::Error);
 }
 
 }  // namespace
