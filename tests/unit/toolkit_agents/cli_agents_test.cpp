@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "../toolkit_support.h"
+#include "agents/isolated_command.h"
 #include "scripted_llm_server.h"
 
 namespace {
@@ -55,6 +56,7 @@ TEST(AgentCli, ConverseRunsARoleAgainstAnAnthropicEndpointWithStreaming) {
 }
 
 TEST(AgentCli, StagePassesWhenItsGateScriptPasses) {
+  if (mi::agents::command_isolation().kind == mi::agents::IsolationKind::none) GTEST_SKIP() << "gates run isolated; no isolation here";
   mi_test::TempDir dir("agents-cli-stage");
   const fs::path run = dir / "run";
   write(run / "gates/hello.sh", "test \"$(cat src/hello.txt 2>/dev/null)\" = hello || { echo 'src/hello.txt must say hello'; exit 1; }\n");
@@ -72,6 +74,7 @@ TEST(AgentCli, StagePassesWhenItsGateScriptPasses) {
 }
 
 TEST(AgentCli, EvolveAbsorbsARoundAndResumeReportsIt) {
+  if (mi::agents::command_isolation().kind == mi::agents::IsolationKind::none) GTEST_SKIP() << "gates run isolated; no isolation here";
   mi_test::TempDir dir("agents-cli-evolve");
   const fs::path ckb = dir / "ckb", contracts = dir / "contracts", work = dir / "work";
   fs::copy(fs::path(METAINFER_SOURCE_DIR) / "ckb", ckb, fs::copy_options::recursive);
