@@ -31,7 +31,7 @@ std::vector<std::string> bwrap_prefix(const fs::path& run_dir, const std::vector
   add_system_mounts(argv);
   for (const auto& d : readonly_dirs) argv.insert(argv.end(), {"--ro-bind", d.string(), d.string()});
   argv.insert(argv.end(), {"--bind", run_dir.string(), run_dir.string(), "--chdir", run_dir.string(),
-                           "--setenv", "HOME", "/tmp", "--setenv", "CCACHE_DISABLE", "1"});
+                           "--setenv", "HOME", "/tmp"});
   for (const auto& o : overlays)
     if (std::error_code ec; fs::exists(o, ec)) argv.insert(argv.end(), {"--ro-bind", o.string(), o.string()});
   // Last, so they cover whatever mount above exposed them.
@@ -60,7 +60,8 @@ const Isolation& command_isolation() {
 CommandResult run_isolated_command(const std::string& command, const fs::path& run_dir,
                                    const std::vector<fs::path>& readonly_dirs, double timeout_s,
                                    std::size_t max_output_bytes, const std::vector<fs::path>& hidden_paths,
-                                   const std::vector<fs::path>& readonly_overlays) {
+                                   const std::vector<fs::path>& readonly_overlays,
+                                   const std::map<std::string, std::string>& extra_env) {
   const Isolation& iso = command_isolation();
   std::vector<std::string> argv;
   switch (iso.kind) {
@@ -85,7 +86,11 @@ CommandResult run_isolated_command(const std::string& command, const fs::path& r
   // A clean environment: the host's may hold API keys (OPENAI_API_KEY, ...) that an agent's command must not see.
   opts.clear_env = true;
   opts.env = {{"MI_AGENT_COMMAND", command}, {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"LANG", "C.UTF-8"},
-              {"HOME", iso.kind == IsolationKind::bubblewrap ? "/tmp" : run_dir.string()}};
+              {"HOME", iso.kind == IsolationKind::bubblewrap ? "/tmp" : run_dir.string()}, {"CCACHE_DISABLE", "1"}};
+  for (const auto& [k, v] : extra_env) {
+    if (v.empty()) opts.env.erase(k);  // "" removes a default (CCACHE_DISABLE for a build allowed to read the cache)
+    else opts.env[k] = v;
+  }
   const process::RunResult r = process::run(argv, opts);
   CommandResult out;
   out.exit_code = r.exit_code;

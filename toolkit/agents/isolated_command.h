@@ -11,10 +11,14 @@
 // removes the network, but the file system is then the host's: the isolation string says so and the metrics record
 // it. With neither, commands are refused: running an agent's shell with network access is not an option.
 //
+// The environment is clean (PATH, HOME, LANG, CCACHE_DISABLE=1) plus extra_env, never the host's: it may hold API
+// keys. extra_env may override those (the engine gate lets its build read the host's ccache, read-only).
+//
 // Output: stdout and stderr merged, only the last max_output_bytes kept (a build's error is at its end), via
 // `tail -c` inside the sandbox so a runaway writer cannot fill our memory.
 #pragma once
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +47,7 @@ CommandResult run_isolated_command(const std::string& command, const std::filesy
                                    const std::vector<std::filesystem::path>& readonly_dirs, double timeout_s,
                                    std::size_t max_output_bytes,
                                    const std::vector<std::filesystem::path>& hidden_paths = {},
-                                   const std::vector<std::filesystem::path>& readonly_overlays = {});
+                                   const std::vector<std::filesystem::path>& readonly_overlays = {},
+                                   const std::map<std::string, std::string>& extra_env = {});
 
 }  // namespace mi::agents

@@ -12,7 +12,7 @@ namespace mi::agents {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& default_protected_globs() {
-  static const std::vector<std::string> globs = {"tests/**", "gates/**", "test_contracts/**", "MANIFEST.json"};
+  static const std::vector<std::string> globs = {"tests/**", "gates/**", "test_contracts/**", "MANIFEST.json", "CMakeLists.txt"};
   return globs;
 }
 
