@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/agent_run.h"
+#include "agents/engine_gate.h"
 #include "agents/evolution.h"
 #include "agents/protected_files.h"
 #include "agents/stage_loop.h"
@@ -136,7 +137,7 @@ void register_agents_command(CLI::App& app, int& exit_code) {
     LlmFlags llm;
     std::string run_dir, stage, objective, objective_file;
     int rounds = 2;
-    bool review = false;
+    bool review = false, engine_gate = false;
     double gate_timeout_s = 600;
   };
   auto s = std::make_shared<StageOptions>();
@@ -147,14 +148,22 @@ void register_agents_command(CLI::App& app, int& exit_code) {
   obj->excludes(obj_file);
   stage->add_option("--max-repair-rounds", s->rounds, "repair rounds after the first implementation")->capture_default_str();
   stage->add_flag("--review", s->review, "run the spec reviewer after each implementation round");
+  stage->add_flag("--engine-gate", s->engine_gate,
+                  "the run directory is an engine directory (metainfer generate --no-verify): judge the stage with the real "
+                  "gates, metainfer verify --only L1_stage:<stage> --allow-modified-sources");
   stage->add_option("--gate-timeout-s", s->gate_timeout_s, "gate script time limit")->capture_default_str();
   add_llm_flags(stage, s->llm);
   stage->callback([s, &exit_code] {
     if (s->objective.empty() && s->objective_file.empty()) fail("give --objective or --objective-file");
     const std::string objective = s->objective_file.empty() ? s->objective : read_text_file("--objective-file", s->objective_file);
     // A stage without its gate would spend every round's LLM calls for a certain FAILED.
-    if (!fs::is_regular_file(fs::path(s->run_dir) / "gates" / (s->stage + ".sh")))
+    if (s->engine_gate) {
+      if (!fs::is_regular_file(fs::path(s->run_dir) / "MANIFEST.json") ||
+          !fs::is_regular_file(fs::path(s->run_dir) / "tests" / ("stage_" + s->stage + "_test.cpp")))
+        fail("--engine-gate: ", s->run_dir, " is not an engine directory with the stage test tests/stage_", s->stage, "_test.cpp");
+    } else if (!fs::is_regular_file(fs::path(s->run_dir) / "gates" / (s->stage + ".sh"))) {
       fail("--stage ", s->stage, ": the run directory has no gate script gates/", s->stage, ".sh");
+    }
     auto run = make_run(s->llm, s->run_dir);
     // The workflow lays the contracts down; a run directory without a manifest gets one now, before any agent acts.
     if (!fs::exists(agents::protected_manifest_path(run->run_dir()))) {
@@ -162,7 +171,11 @@ void register_agents_command(CLI::App& app, int& exit_code) {
                                        agents::snapshot_protected(run->run_dir(), agents::default_protected_globs()));
       std::cerr << "metainfer agents: hashed the protected files into " << agents::protected_manifest_path(run->run_dir()).string() << "\n";
     }
-    const agents::StageResult r = agents::run_stage(*run, {s->stage, objective, s->rounds, s->review}, agents::script_gate(s->gate_timeout_s));
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    const agents::GateRunner gate = s->engine_gate ? agents::engine_stage_gate({self, ckb::default_repo_root(), s->gate_timeout_s})
+                                                   : agents::script_gate(s->gate_timeout_s);
+    const agents::StageResult r = agents::run_stage(*run, {s->stage, objective, s->rounds, s->review}, gate);
     nlohmann::json rounds = nlohmann::json::array();
     for (const auto& x : r.rounds) rounds.push_back({{"round", x.round}, {"gate", x.gate}, {"implementer", x.implementer}, {"evidence", x.evidence_file}});
     std::cerr << "metainfer agents: stage " << r.stage << ": " << r.state << (r.detail.empty() ? "" : " (" + r.detail + ")") << "\n";
