@@ -147,7 +147,7 @@ TEST_P(BothApis, ASilentEndpointTimesOutAndIsRetried) {
   config.http.timeout_s = 0.3;
   const auto t0 = std::chrono::steady_clock::now();
   const ChatResponse r = make_backend(config)->chat(two_tool_request());
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.2);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.4);  // the body would come at 1.5 s
   EXPECT_EQ(r.message.text, "in time");
   EXPECT_EQ(r.http_attempts, 2);
 }
