@@ -28,6 +28,34 @@ json calls_json(const std::vector<ToolCall>& calls) {
   return out;
 }
 
+std::size_t history_chars(const ChatRequest& r) {
+  std::size_t n = r.system.size();
+  for (const Message& m : r.messages) {
+    n += m.text.size();
+    for (const ToolCall& c : m.tool_calls) n += c.raw_arguments.size() + c.name.size();
+  }
+  return n;
+}
+
+// Elides the oldest tool results until the history fits; the last `keep` tool results stay. Returns how many
+// characters were dropped.
+std::size_t elide_history(ChatRequest& r, std::size_t limit, std::size_t keep = 2) {
+  std::size_t dropped = 0, total = history_chars(r);
+  std::vector<Message*> results;
+  for (Message& m : r.messages)
+    if (m.role == Role::tool) results.push_back(&m);
+  for (std::size_t i = 0; total > limit && i + keep < results.size(); ++i) {
+    Message& m = *results[i];
+    if (m.text.rfind("[elided", 0) == 0) continue;
+    const std::string note = "[elided " + std::to_string(m.text.size()) + " characters of an earlier tool result to fit the context; run the tool again if needed]";
+    if (note.size() >= m.text.size()) continue;
+    dropped += m.text.size() - note.size();
+    total -= m.text.size() - note.size();
+    m.text = note;
+  }
+  return dropped;
+}
+
 }  // namespace
 
 ConversationResult run_conversation(LlmBackend& backend, const AgentRoleSpec& role, ToolSandbox& sandbox,
@@ -62,6 +90,8 @@ ConversationResult run_conversation(LlmBackend& backend, const AgentRoleSpec& ro
   m.stop = "max_turns";
   while (m.turns < options.max_turns) {
     ++m.turns;
+    if (const std::size_t dropped = elide_history(request, options.max_history_chars); dropped > 0)
+      transcript.write({{"kind", "elided"}, {"characters", dropped}});
     ChatResponse response;
     try {
       response = backend.chat(request);

@@ -21,6 +21,10 @@ struct ConversationOptions {
   std::string id;       // transcript name; empty: "<role>-NNN", the next free number in transcripts/
   int max_turns = 40;   // LLM requests
   int max_tokens = 4096;
+  // Bound on the history sent with each request (characters of all message texts): above it, the oldest tool
+  // results are replaced by a note saying how much was elided (the model can read the file again), so a long
+  // conversation stays inside the endpoint's context window. The task and the latest results are never elided.
+  std::size_t max_history_chars = 400'000;
 };
 
 struct ConversationResult {

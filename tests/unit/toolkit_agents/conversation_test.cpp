@@ -159,4 +159,30 @@ TEST(AgentConversation, StopsAtMaxTurnsAndOnABackendError) {
   EXPECT_EQ(read_transcript(run / b.metrics.transcript).back()["stop"], "error");
 }
 
+TEST(AgentConversation, OldToolResultsAreElidedToFitTheHistoryBound) {
+  mi_test::TempDir dir("agents-conv-elide");
+  const fs::path run = dir / "run";
+  write(run / "src/a.txt", std::string(3000, 'a') + "\n");
+  write(run / "src/b.txt", std::string(3000, 'b') + "\n");
+  write(run / "src/c.txt", std::string(3000, 'c') + "\n");
+  mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+      {{"respond", {{"tool_calls", {call("1", "read_file", {{"path", "src/a.txt"}})}}}}},
+      {{"respond", {{"tool_calls", {call("2", "read_file", {{"path", "src/b.txt"}})}}}}},
+      {{"respond", {{"tool_calls", {call("3", "read_file", {{"path", "src/c.txt"}})}}}}},
+      // a.txt's result no longer fits beside b and c: elided; the two latest stay whole.
+      {{"expect", {{"body_contains", {"[elided 3001 characters", std::string(3000, 'b'), std::string(3000, 'c')}}}}, {"respond", {{"text", "done"}}}},
+  })}});
+  SandboxConfig sc;
+  sc.run_dir = run;
+  ToolSandbox sandbox(sc);
+  auto backend = make_backend(backend_for("openai", server, false));
+  const ConversationResult r = run_conversation(*backend, find_role(kRoles, "spec_reviewer"), sandbox, "Review.", {.max_history_chars = 8000});
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  EXPECT_EQ(r.metrics.stop, "end_turn");
+  EXPECT_EQ(server.requests()[3].body.dump().find(std::string(3000, 'a')), std::string::npos);
+  bool logged = false;
+  for (const auto& e : read_transcript(run / r.metrics.transcript)) logged = logged || e["kind"] == "elided";
+  EXPECT_TRUE(logged);
+}
+
 }  // namespace
