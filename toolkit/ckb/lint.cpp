@@ -2,6 +2,10 @@
 
 #include "ckb/family_weights.h"
 #include "ckb/glob.h"
+#include "agents/agent_role.h"
+#include "agents/path_glob.h"
+#include "agents/protected_files.h"
+#include "agents/tool_catalog.h"
 #include "common/error.h"
 
 #include <algorithm>
@@ -53,6 +57,7 @@ class Linter {
     check_experience();
     check_gates();
     check_roles();
+    check_llm_roles();
     check_designs();
     return findings_;
   }
@@ -312,6 +317,53 @@ class Linter {
       if (!may_declare && r.id == "verifier")
         error(ckb_.root / "agents", "role verifier.may_not", "the verifier must be allowed to declare PASS or FAIL");
     }
+  }
+
+  // ckb/roles/*.toml: the LLM roles the tool sandbox runs. A grant the sandbox does not implement, a write path
+  // reaching a protected file, or a missing role would make the separation of roles a fiction, so each is an error.
+  void check_llm_roles() {
+    const fs::path dir = ckb_.root / "roles";
+    std::set<std::string> seen;
+    std::error_code absent;  // no roles directory: every required role is reported missing below
+    for (const auto& entry : fs::directory_iterator(dir, absent)) {
+      if (!entry.is_regular_file() || entry.path().extension() != ".toml") continue;
+      const fs::path& file = entry.path();
+      agents::AgentRoleSpec r;
+      try {
+        r = agents::load_role(file);
+      } catch (const Error& e) {
+        error(file, "", e.what());
+        continue;
+      }
+      if (r.id != file.stem().string()) error(file, "id", "role id '" + r.id + "' differs from the file name");
+      if (!seen.insert(r.id).second) error(file, "id", "duplicate role '" + r.id + "'");
+      if (r.id == "verifier")
+        error(file, "id", "the verifier is the gate runner, not an LLM role: it must not have a role file");
+      if (r.prompt.find_first_not_of(" \n\t") == std::string::npos) error(file, "prompt", "empty prompt");
+      bool writes = false;
+      for (std::size_t i = 0; i < r.tools.size(); ++i) {
+        if (!agents::is_known_tool(r.tools[i]))
+          error(file, "tools[" + std::to_string(i) + "]", "unknown tool '" + r.tools[i] + "'");
+        writes = writes || agents::is_write_tool(r.tools[i]);
+      }
+      if (writes && r.write_paths.empty()) error(file, "write_paths", "the role has a write tool but no write_paths");
+      if (!writes && !r.write_paths.empty()) error(file, "write_paths", "write_paths without a write tool");
+      // A representative path under each protected glob ("tests/**" -> "tests/x") must stay unwritable.
+      std::vector<std::string> guarded = agents::default_protected_globs();
+      for (const auto& g : agents::workflow_record_globs()) guarded.push_back(g);
+      for (std::size_t i = 0; i < r.write_paths.size(); ++i)
+        for (const std::string& glob : guarded)
+          for (const char* filler : {"x", "x.cpp", "x.h", "x.toml", "x.sh", "x.py", "x.json", "x/y.cpp"}) {
+            std::string sample = glob;
+            for (std::size_t at; (at = sample.find("**")) != std::string::npos;) sample.replace(at, 2, filler);
+            if (agents::path_glob_match(r.write_paths[i], sample)) {
+              error(file, "write_paths[" + std::to_string(i) + "]", "'" + r.write_paths[i] + "' reaches protected path '" + sample + "'");
+              break;
+            }
+          }
+    }
+    for (const auto& id : agents::required_role_ids())
+      if (!seen.count(id)) error(dir, "role " + id, "missing role file " + id + ".toml");
   }
 
   void check_designs() {

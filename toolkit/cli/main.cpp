@@ -40,6 +40,8 @@ int run(int argc, char** argv) {
   mi::cli::register_oracle_command(app, exit_code);
   mi::cli::register_bench_command(app, exit_code);
   mi::cli::register_serve_bench_command(app, exit_code);
+  mi::cli::register_agents_command(app, exit_code);
+  mi::cli::register_skill_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

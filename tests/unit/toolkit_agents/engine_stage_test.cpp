@@ -1,0 +1,69 @@
+// A stage of a real engine judged by the real gates: the knowledge generator lays the engine down, a kernel is broken
+// the way failure mode BUG-005-1 broke one (RMSNorm with the sum of squares instead of their mean), and the scripted
+// implementer repairs it in the second round after the L1 stage gate's evidence was fed back. Builds an engine twice
+// (about a minute each with a warm ccache).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "../toolkit_support.h"
+#include "agents/engine_gate.h"
+#include "agents/isolated_command.h"
+#include "agents/protected_files.h"
+#include "scripted_llm_server.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace mi::agents;
+using nlohmann::json;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(AgentEngineStage, RepairsABrokenKernelUnderTheRealStageGate) {
+  if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "the verifier runs isolated; no isolation here";
+  mi_test::TempDir dir("agents-engine");
+  const fs::path run = dir / "engine";
+  const auto gen = mi_test::metainfer({"generate", "--model", mi_test::golden("qwen3-tiny").string(), "--platform", "x86-64-avx2",
+                                       "-o", run.string(), "--no-verify"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+  const fs::path kernel = run / "src/kernels/avx2/avx2.cpp";
+  std::string text = slurp(kernel);
+  const std::string good = "sum_sq / float(n) + eps", bad = "sum_sq + eps";
+  ASSERT_NE(text.find(good), std::string::npos);
+  text.replace(text.find(good), good.size(), bad);
+  std::ofstream(kernel) << text;
+  write_protected_manifest(protected_manifest_path(run), snapshot_protected(run, default_protected_globs()));
+
+  const json edit = {{"id", "e"}, {"name", "edit_file"},
+                     {"arguments", {{"path", "src/kernels/avx2/avx2.cpp"}, {"old", bad}, {"new", good}}}};
+  json steps = json::array();
+  steps.push_back({{"respond", {{"text", "The kernels look right to me."}}}});
+  json expect = json::object();
+  expect["body_contains"] = json::array({"FAILED L1_stage:basic_execution", "reports/basic_execution/round-0.txt"});
+  json repair = json::object();
+  repair["expect"] = expect;
+  repair["respond"] = {{"tool_calls", json::array({edit})}};
+  steps.push_back(repair);
+  steps.push_back({{"respond", {{"text", "RMSNorm now divides by n."}}}});
+  mi_test::ScriptedLlmServer server(json{{"steps", steps}});
+  AgentRunConfig cfg;
+  cfg.sandbox.run_dir = run;
+  cfg.sandbox.ckb_dir = fs::path(METAINFER_SOURCE_DIR) / "ckb";
+  BackendConfig bc{"openai", server.base_url() + "/v1", "scripted", "", false, {}};
+  AgentRun agents(cfg, make_backend(bc));
+  const StageResult r = run_stage(agents, {"basic_execution", "Make the basic execution stage's kernels satisfy their contracts.", 1, false},
+                                  engine_stage_gate({METAINFER_BINARY, METAINFER_SOURCE_DIR, 900}));
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  ASSERT_EQ(r.rounds.size(), 2u) << r.detail;
+  EXPECT_EQ(r.rounds[0].gate, "FAILED");
+  EXPECT_EQ(r.state, "PASSED") << slurp(run / r.rounds.back().evidence_file);
+  const std::string first = slurp(run / "reports/basic_execution/round-0.txt");
+  EXPECT_NE(first.find("B0_build"), std::string::npos) << first;  // it was built, then its stage test failed
+  EXPECT_NE(slurp(run / "reports/basic_execution/round-1.txt").find("PASSED L1_stage:basic_execution"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,221 @@
+// Knowledge-base evolution rounds against the scripted endpoint: the delta reaches the CKB only after the SWITCH=OFF
+// regeneration from the staged CKB passes its gate; a failure is analysed and seeds the next round; an interrupted
+// evolution resumes at the phase it stopped in.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "../toolkit_support.h"
+#include "agents/ckb_delta.h"
+#include "agents/evolution.h"
+#include "agents/isolated_command.h"
+#include "scripted_llm_server.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace mi::agents;
+using nlohmann::json;
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+json call(const std::string& id, const std::string& name, json args) {
+  return {{"id", id}, {"name", name}, {"arguments", std::move(args)}};
+}
+json tool_step(json expect, const std::string& name, json args) {
+  return {{"expect", std::move(expect)}, {"respond", {{"tool_calls", {call("c", name, std::move(args))}}, {"usage", {{"input", 10}, {"output", 5}}}}}};
+}
+json text_step(const std::string& text) { return {{"respond", {{"text", text}, {"usage", {{"input", 10}, {"output", 2}}}}}}; }
+
+// Steps of the phases, as the round's conversations will ask for them.
+std::vector<json> explore_and_consolidate(const std::string& seed_expected = "") {
+  json explorer_expect = {{"system_contains", "exploration agent"}, {"body_contains", json::array({"Target:", "scale"})}};
+  if (!seed_expected.empty()) explorer_expect["body_contains"].push_back(seed_expected);
+  return {tool_step(explorer_expect, "write_file", {{"path", "exploration/notes.md"}, {"content", "scale() must return 2 (model card).\n"}}),
+          text_step("Notes written."),
+          tool_step({{"system_contains", "knowledge-consolidation agent"}, {"body_contains", {"exploration/notes.md"}}}, "write_file",
+                    {{"path", "ckb_delta/knowledge/scale.md"}, {"content", "# scale\nscale() returns 2.\n"}}),
+          text_step("Delta staged.")};
+}
+std::vector<json> candidate_writes(const std::string& value) {
+  return {tool_step({{"system_contains", "implementation agent"}, {"body_contains", {"exploration/notes.md"}}}, "write_file",
+                    {{"path", "src/scale.txt"}, {"content", value + "\n"}}),
+          text_step("Candidate written.")};
+}
+// The regeneration reads the staged knowledge through @ckb: it has nothing else to go on.
+std::vector<json> regeneration_writes(const std::string& value) {
+  return {tool_step({{"system_contains", "implementation agent"}, {"body_contains", {"Use the knowledge base only."}}}, "read_file",
+                    {{"path", "@ckb/knowledge/scale.md"}}),
+          tool_step({{"body_contains", {"scale() returns 2."}}}, "write_file", {{"path", "src/scale.txt"}, {"content", value + "\n"}}),
+          text_step("Regenerated.")};
+}
+std::vector<json> failure_analysis() {
+  return {tool_step({{"system_contains", "failure-analysis agent"}, {"body_contains", {"failed in phase regenerate", "must hold 2"}}},
+                    "write_file", {{"path", "failure/analysis.md"}, {"content", "ANALYSIS: the regeneration wrote 1.\n"}}),
+          text_step("Analysis written.")};
+}
+json script(std::initializer_list<std::vector<json>> parts) {
+  json steps = json::array();
+  for (const auto& p : parts)
+    for (const auto& s : p) steps.push_back(s);
+  return {{"steps", steps}};
+}
+
+struct EvoWorld {
+  mi_test::TempDir dir{"agents-evo"};
+  fs::path ckb = dir / "ckb", contracts = dir / "contracts", work = dir / "work";
+  EvoWorld() {
+    fs::copy(fs::path(METAINFER_SOURCE_DIR) / "ckb", ckb, fs::copy_options::recursive);
+    write(contracts / "gates/target.sh",
+          "test \"$(cat src/scale.txt 2>/dev/null)\" = 2 || { echo \"src/scale.txt must hold 2, holds: $(cat src/scale.txt 2>/dev/null)\"; exit 1; }\necho PASS\n");
+    write(contracts / "tests/contract.txt", "scale() returns 2\n");
+    fs::create_directories(work);
+  }
+  EvolutionConfig config(int max_rounds) const {
+    EvolutionConfig c;
+    c.work_dir = work;
+    c.ckb_dir = ckb;
+    c.repo_root = METAINFER_SOURCE_DIR;
+    c.contracts_dir = contracts;
+    c.target = "A model whose scale() is not in the knowledge base: find it and make src/scale.txt hold it.";
+    c.max_rounds = max_rounds;
+    c.max_repair_rounds = 0;
+    c.command_timeout_s = 30;
+    return c;
+  }
+};
+
+BackendFactory backends(const mi_test::ScriptedLlmServer& server) {
+  const std::string url = server.base_url() + "/v1";
+  return [url] {
+    BackendConfig bc{"openai", url, "scripted", "", false, {}};
+    bc.http.timeout_s = 10;
+    bc.http.retry.max_attempts = 1;  // a script that runs out is an endpoint that stopped: no waiting
+    return make_backend(bc);
+  };
+}
+
+#define REQUIRE_ISOLATION() \
+  if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "gates run isolated; no isolation here"
+
+TEST(AgentEvolution, NothingIsMergedWhenTheSwitchOffRegenerationFails) {
+  REQUIRE_ISOLATION();
+  EvoWorld w;
+  mi_test::ScriptedLlmServer server(script({explore_and_consolidate(), candidate_writes("2"), regeneration_writes("1"), failure_analysis()}));
+  const EvolutionResult r = evolve(w.config(1), backends(server), script_gate(30), false);
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  EXPECT_EQ(server.steps_left(), 0u);
+  EXPECT_EQ(r.state, "FAILED") << r.detail;
+  // The candidate passed, but the regeneration from the CKB alone did not: the CKB is untouched.
+  const json round = json::parse(slurp(w.work / "evo-001/round.json"));
+  EXPECT_EQ(round["state"], "FAILED:regenerate");
+  EXPECT_EQ(round["candidate"]["state"], "PASSED");
+  EXPECT_FALSE(fs::exists(w.ckb / "knowledge/scale.md"));
+  EXPECT_FALSE(fs::exists(w.ckb / "evolution"));
+  EXPECT_TRUE(fs::exists(w.work / "evo-001/staged_ckb/knowledge/scale.md"));
+  // The regeneration's run directory held the contracts only: no notes, no candidate sources.
+  EXPECT_FALSE(fs::exists(w.work / "evo-001/regen/exploration"));
+  EXPECT_EQ(slurp(w.work / "evo-001/candidate/failure/analysis.md"), "ANALYSIS: the regeneration wrote 1.\n");
+}
+
+TEST(AgentEvolution, AFailedRoundSeedsTheNextWhichIsAbsorbedAndTagged) {
+  REQUIRE_ISOLATION();
+  EvoWorld w;
+  mi_test::ScriptedLlmServer server(script({explore_and_consolidate(), candidate_writes("2"), regeneration_writes("1"), failure_analysis(),
+                                            explore_and_consolidate("ANALYSIS: the regeneration wrote 1."), candidate_writes("2"),
+                                            regeneration_writes("2")}));
+  const EvolutionResult r = evolve(w.config(3), backends(server), script_gate(30), false);
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  EXPECT_EQ(r.state, "ABSORBED") << r.detail;
+  EXPECT_EQ(r.rounds, (std::vector<std::string>{"evo-001", "evo-002"}));
+  EXPECT_EQ(r.merged_files, std::vector<std::string>{"knowledge/scale.md"});
+  EXPECT_EQ(slurp(w.ckb / "knowledge/scale.md"),
+            "<!-- evolved in evo-002; evidence: evo-002/candidate/reports/target/round-0.txt, evo-002/regen/reports/target/round-0.txt -->\n"
+            "# scale\nscale() returns 2.\n");
+  const std::string log = slurp(w.ckb / "evolution/log.toml");
+  EXPECT_NE(log.find("id = \"evo-002\""), std::string::npos) << log;
+  EXPECT_NE(log.find("change = \"added\""), std::string::npos) << log;
+  EXPECT_EQ(log.find("evo-001"), std::string::npos) << log;
+  // The evolution's figures together: round 1 (explorer, consolidator, candidate, regeneration, failure analyst) and
+  // round 2 (the same but the analyst), with each transcript named from the work directory.
+  const json all = json::parse(slurp(w.work / "metrics.json"));
+  EXPECT_EQ(all["totals"]["agents_started"], 9);
+  EXPECT_EQ(all["conversations"][0]["transcript"], "evo-001/candidate/transcripts/explorer-001.jsonl");
+  EXPECT_TRUE(fs::exists(w.work / all["conversations"][3]["transcript"].get<std::string>()));
+  EXPECT_EQ(json::parse(slurp(w.work / "evolution.json"))["rounds"][0]["state"], "FAILED:regenerate");
+  EXPECT_NE(slurp(w.work / "summary.md").find("| 9 |"), std::string::npos);
+  // Asking again changes nothing and asks the endpoint nothing.
+  const std::size_t requests = server.requests().size();
+  EXPECT_EQ(evolve(w.config(3), backends(server), script_gate(30), true).state, "ABSORBED");
+  EXPECT_EQ(server.requests().size(), requests);
+}
+
+TEST(AgentEvolution, AnInterruptedEvolutionResumesAtThePhaseItStoppedIn) {
+  REQUIRE_ISOLATION();
+  EvoWorld w;
+  {
+    // The endpoint goes away after consolidation: the candidate phase's first request gets a 500.
+    mi_test::ScriptedLlmServer server(script({explore_and_consolidate()}));
+    const EvolutionResult r = evolve(w.config(1), backends(server), script_gate(30), false);
+    EXPECT_EQ(r.state, "INTERRUPTED") << r.detail;
+    const json round = json::parse(slurp(w.work / "evo-001/round.json"));
+    EXPECT_EQ(round["state"], "IN_PROGRESS");
+    EXPECT_EQ(round["phase"], "candidate");
+  }
+  EXPECT_THROW(evolve(w.config(1), backends(mi_test::ScriptedLlmServer(json::object())), script_gate(30), false), mi::Error);
+  EvolutionConfig other = w.config(1);
+  other.target = "something else";
+  EXPECT_THROW(evolve(other, [] { return std::unique_ptr<LlmBackend>(); }, script_gate(30), true), mi::Error);
+
+  // Resumed: no exploration or consolidation again; the first request is the candidate implementer's.
+  mi_test::ScriptedLlmServer server(script({candidate_writes("2"), regeneration_writes("2")}));
+  const EvolutionResult r = evolve(w.config(1), backends(server), script_gate(30), true);
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  EXPECT_EQ(r.state, "ABSORBED") << r.detail;
+  EXPECT_TRUE(fs::exists(w.ckb / "knowledge/scale.md"));
+  // The candidate's metrics span both sessions: explorer, consolidator, the interrupted implementer and its rerun.
+  const json metrics = json::parse(slurp(w.work / "evo-001/candidate/metrics.json"));
+  EXPECT_EQ(metrics["totals"]["agents_started"], 4);
+  EXPECT_TRUE(fs::exists(w.work / "evo-001/candidate/transcripts/target-r0-implementer-2.jsonl"));
+  EXPECT_EQ(json::parse(slurp(w.work / "metrics.json"))["totals"]["agents_started"], 5);
+}
+
+TEST(AgentEvolution, ADeltaThatBreaksTheCkbIsNotStaged) {
+  REQUIRE_ISOLATION();
+  EvoWorld w;
+  mi_test::ScriptedLlmServer server(script({{tool_step(json::object(), "write_file", {{"path", "exploration/notes.md"}, {"content", "x\n"}}), text_step("ok"),
+                                             tool_step(json::object(), "write_file", {{"path", "ckb_delta/contracts/broken.toml"}, {"content", "id = \"broken\"\n"}}),
+                                             text_step("ok")},
+                                            {tool_step({{"system_contains", "failure-analysis agent"}, {"body_contains", {"lint"}}}, "write_file",
+                                                       {{"path", "failure/analysis.md"}, {"content", "bad delta\n"}}),
+                                             text_step("ok")}}));
+  const EvolutionResult r = evolve(w.config(1), backends(server), script_gate(30), false);
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  EXPECT_EQ(r.state, "FAILED");
+  const json round = json::parse(slurp(w.work / "evo-001/round.json"));
+  EXPECT_EQ(round["state"], "FAILED:consolidate");
+  EXPECT_NE(round["detail"].get<std::string>().find("broken.toml"), std::string::npos) << round.dump(1);
+  EXPECT_FALSE(fs::exists(w.ckb / "contracts/broken.toml"));
+}
+
+TEST(AgentEvolution, AMergeRunTwiceLogsItsRoundOnce) {
+  mi_test::TempDir dir("agents-merge");
+  write(dir / "delta/contracts/x.toml", "id = \"x\"\n");
+  write(dir / "ckb/contracts/x.toml", "id = \"old\"\n");
+  for (int i = 0; i < 2; ++i) merge_delta(dir / "delta", dir / "ckb", "evo-007", {"evo-007/regen/reports/s/round-0.txt"});
+  EXPECT_EQ(slurp(dir / "ckb/contracts/x.toml"), "# evolved in evo-007; evidence: evo-007/regen/reports/s/round-0.txt\nid = \"x\"\n");
+  const std::string log = slurp(dir / "ckb/evolution/log.toml");
+  EXPECT_EQ(log.find("[[round]]"), log.rfind("[[round]]")) << log;
+  EXPECT_NE(log.find("change = \"replaced\""), std::string::npos) << log;
+  // A delta path that is a symlink is refused: a delta is plain files.
+  fs::create_symlink("/etc/passwd", dir / "delta/contracts/link.toml");
+  EXPECT_THROW(delta_files(dir / "delta"), mi::Error);
+}
+
+}  // namespace

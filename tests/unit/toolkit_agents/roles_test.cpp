@@ -1,0 +1,94 @@
+// The LLM roles as data (ckb/roles/*.toml) and their lint: the repository's roles are clean, and a role file that
+// grants an unknown tool, reaches a protected path, or pretends to be the verifier fails `ckb check`.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "../toolkit_support.h"
+#include "agents/agent_role.h"
+#include "agents/tool_catalog.h"
+#include "ckb/ckb.h"
+#include "ckb/lint.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace mi::agents;
+
+const fs::path kCkb = fs::path(METAINFER_SOURCE_DIR) / "ckb";
+
+std::vector<mi::ckb::Finding> role_errors(const fs::path& ckb_dir) {
+  std::vector<mi::ckb::Finding> out;
+  for (const auto& f : mi::ckb::lint(mi::ckb::load(ckb_dir), METAINFER_SOURCE_DIR))
+    if (f.severity == "error" && f.file.find("roles") != std::string::npos) out.push_back(f);
+  return out;
+}
+
+std::string describe(const std::vector<mi::ckb::Finding>& fs) {
+  std::string s;
+  for (const auto& f : fs) s += f.file + " " + f.field + ": " + f.message + "\n";
+  return s;
+}
+
+// A copy of the CKB with `text` replaced in roles/<file>.
+fs::path planted(const mi_test::TempDir& dir, const std::string& file, const std::string& from, const std::string& to) {
+  const fs::path copy = dir / "ckb";
+  fs::copy(kCkb, copy, fs::copy_options::recursive);
+  const fs::path p = copy / "roles" / file;
+  std::ifstream in(p);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+  std::ofstream(p) << text;
+  return copy;
+}
+
+TEST(AgentRoles, RepositoryRolesLoadAndLintClean) {
+  const auto roles = load_roles(kCkb / "roles");
+  EXPECT_EQ(roles.size(), required_role_ids().size());
+  for (const auto& id : required_role_ids()) {
+    const AgentRoleSpec r = find_role(kCkb / "roles", id);
+    EXPECT_FALSE(r.prompt.empty()) << id;
+    EXPECT_NO_THROW(tool_specs(r.tools)) << id;
+  }
+  // Only the implementer runs commands (builds, its stage's tests); the reviewer cannot edit.
+  for (const auto& r : roles) EXPECT_EQ(r.has_tool("run_command"), r.id == "implementer") << r.id;
+  EXPECT_FALSE(find_role(kCkb / "roles", "spec_reviewer").has_tool("edit_file"));
+  EXPECT_FALSE(find_role(kCkb / "roles", "explorer").has_tool("run_command"));
+  EXPECT_TRUE(role_errors(kCkb).empty()) << describe(role_errors(kCkb));
+}
+
+TEST(AgentRoles, UnknownToolFailsLint) {
+  mi_test::TempDir dir("roles-unknown-tool");
+  const auto errors = role_errors(planted(dir, "implementer.toml", "\"run_command\"]", "\"run_command\", \"browse_web\"]"));
+  ASSERT_EQ(errors.size(), 1u) << describe(errors);
+  EXPECT_EQ(errors[0].field, "tools[6]");
+  EXPECT_NE(errors[0].message.find("browse_web"), std::string::npos);
+}
+
+TEST(AgentRoles, WritePathReachingTestContractsFailsLint) {
+  mi_test::TempDir dir("roles-protected");
+  const auto errors = role_errors(planted(dir, "implementer.toml", "write_paths = [\"src/**\"", "write_paths = [\"**/*.cpp\""));
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors[0].field, "write_paths[0]");
+  EXPECT_NE(errors[0].message.find("tests/"), std::string::npos) << describe(errors);
+}
+
+TEST(AgentRoles, AVerifierRoleAndAMissingRoleFailLint) {
+  mi_test::TempDir dir("roles-verifier");
+  const fs::path copy = planted(dir, "failure_analyst.toml", "id = \"failure_analyst\"", "id = \"verifier\"");
+  fs::rename(copy / "roles/failure_analyst.toml", copy / "roles/verifier.toml");
+  const std::string all = describe(role_errors(copy));
+  EXPECT_NE(all.find("gate runner"), std::string::npos) << all;
+  EXPECT_NE(all.find("missing role file failure_analyst.toml"), std::string::npos) << all;
+}
+
+TEST(AgentRoles, MalformedRoleFileNamesTheField) {
+  mi_test::TempDir dir("roles-malformed");
+  const auto errors = role_errors(planted(dir, "explorer.toml", "tools = [", "tools = 3\nx = ["));
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors[0].message.find("explorer.toml"), std::string::npos) << describe(errors);
+}
+
+}  // namespace

@@ -1,0 +1,135 @@
+// A generation stage run by LLM agents against the scripted endpoint, judged by a protected gate script: a pass
+// after one repair round with the failure evidence fed back, tampering caught before the gate, bounded rounds.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "../toolkit_support.h"
+#include "agents/isolated_command.h"
+#include "agents/protected_files.h"
+#include "agents/stage_loop.h"
+#include "scripted_llm_server.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace mi::agents;
+using nlohmann::json;
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+json call(const std::string& id, const std::string& name, json args) {
+  return {{"id", id}, {"name", name}, {"arguments", std::move(args)}};
+}
+
+const char* kGate = R"SH(if grep -q "return 2;" src/kernel.cpp 2>/dev/null; then echo "PASS"; exit 0; fi
+echo "FAIL: scale() must return 2; src/kernel.cpp is:"
+cat src/kernel.cpp 2>/dev/null || echo "(missing)"
+exit 1
+)SH";
+
+// A run directory with a protected test contract and gate script, hashed as the workflow does when it lays them down.
+struct StageWorld {
+  mi_test::TempDir dir{"agents-stage"};
+  fs::path run = dir / "run";
+  StageWorld() {
+    write(run / "gates/kernel.sh", kGate);
+    write(run / "tests/kernel_contract.txt", "scale() returns 2\n");
+    write_protected_manifest(protected_manifest_path(run), snapshot_protected(run, default_protected_globs()));
+  }
+  AgentRun make_run(const mi_test::ScriptedLlmServer& server) const {
+    AgentRunConfig cfg;
+    cfg.sandbox.run_dir = run;
+    cfg.sandbox.ckb_dir = fs::path(METAINFER_SOURCE_DIR) / "ckb";
+    cfg.sandbox.command_timeout_s = 30;
+    BackendConfig bc{"openai", server.base_url() + "/v1", "scripted-model", "", false, {}};
+    bc.http.timeout_s = 10;
+    bc.http.retry.initial_backoff_s = 0.01;  // a script that runs out answers 500: fail fast, not after 15 s of backoff
+    return AgentRun(cfg, make_backend(bc));
+  }
+};
+
+TEST(AgentStage, PassesAfterOneRepairRoundWithTheEvidenceFedBack) {
+  if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "gates run isolated; no isolation here";
+  StageWorld w;
+  mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+      {{"expect", {{"body_contains", {"Stage 'kernel', round 0", "Make scale() return 2"}}, {"system_contains", "implementation agent"}}},
+       {"respond", {{"tool_calls", {call("w", "write_file", {{"path", "src/kernel.cpp"}, {"content", "int scale() { return 1; }\n"}})}}, {"usage", {{"input", 50}, {"output", 30}}}}}},
+      {{"respond", {{"text", "Implemented scale()."}, {"usage", {{"input", 60}, {"output", 5}}}}}},
+      // Round 1 is a fresh conversation whose task carries the gate's evidence.
+      {{"expect", {{"last", "user"}, {"body_contains", {"round 1", "FAIL: scale() must return 2", "reports/kernel/round-0.txt", "return 1;"}}}},
+       {"respond", {{"tool_calls", {call("e", "edit_file", {{"path", "src/kernel.cpp"}, {"old", "return 1;"}, {"new", "return 2;"}})}}, {"usage", {{"input", 70}, {"output", 20}}}}}},
+      {{"respond", {{"text", "Fixed the constant."}, {"usage", {{"input", 80}, {"output", 5}}}}}},
+  })}});
+  AgentRun run = w.make_run(server);
+  const StageResult r = run_stage(run, {"kernel", "Make scale() return 2 in src/kernel.cpp.", 2, false}, script_gate(30));
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  EXPECT_EQ(r.state, "PASSED") << r.detail;
+  ASSERT_EQ(r.rounds.size(), 2u);
+  EXPECT_EQ(r.rounds[0].gate, "FAILED");
+  EXPECT_EQ(r.rounds[1].gate, "PASSED");
+  EXPECT_EQ(r.rounds[1].implementer, "kernel-r1-implementer");
+  EXPECT_NE(slurp(w.run / "reports/kernel/round-0.txt").find("exit status 1"), std::string::npos);
+  EXPECT_NE(slurp(w.run / "reports/kernel/round-1.txt").find("PASS"), std::string::npos);
+  const json record = json::parse(slurp(w.run / ".metainfer/stages/kernel.json"));
+  EXPECT_EQ(record["state"], "PASSED");
+  const json metrics = json::parse(slurp(w.run / "metrics.json"));
+  EXPECT_EQ(metrics["totals"]["agents_started"], 2);
+  EXPECT_EQ(metrics["totals"]["edits"], 2);
+  EXPECT_EQ(metrics["totals"]["tokens_in"], 260);
+  EXPECT_EQ(metrics["totals"]["violations"], 0);
+  EXPECT_TRUE(fs::exists(w.run / "transcripts/kernel-r0-implementer.jsonl"));
+  EXPECT_TRUE(fs::exists(w.run / "summary.md"));
+}
+
+TEST(AgentStage, ImplementerTamperingWithTestContractsIsCaughtBeforeTheGate) {
+  if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "run_command needs isolation";
+  StageWorld w;
+  write(w.run / "gates/kernel.sh", std::string("touch gate-ran\n") + kGate);
+  write_protected_manifest(protected_manifest_path(w.run), snapshot_protected(w.run, default_protected_globs()));
+  // Through its shell the implementer tries to weaken the existing contract and to add a new one.
+  const std::string tamper = "echo 'anything goes' > tests/kernel_contract.txt; mkdir -p test_contracts && echo weakened > test_contracts/kernel.toml";
+  mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+      {{"respond", {{"tool_calls", {call("t", "run_command", {{"command", tamper}})}}}}},
+      {{"respond", {{"text", "Done."}}}},
+  })}});
+  AgentRun run = w.make_run(server);
+  const StageResult r = run_stage(run, {"kernel", "Make scale() return 2.", 2, false}, script_gate(30));
+  EXPECT_EQ(r.state, "TAMPERED");
+  EXPECT_NE(r.detail.find("added test_contracts/kernel.toml"), std::string::npos) << r.detail;
+  ASSERT_EQ(r.rounds.size(), 1u);
+  EXPECT_EQ(r.rounds[0].gate, "TAMPERED");
+  EXPECT_FALSE(fs::exists(w.run / "gate-ran"));  // the gate never ran
+  if (command_isolation().kind == IsolationKind::bubblewrap) {  // existing protected paths are mounted read-only
+    EXPECT_EQ(slurp(w.run / "tests/kernel_contract.txt"), "scale() returns 2\n");
+  }
+}
+
+TEST(AgentStage, FailsAfterTheLastRepairRoundAndPassesTheReviewOn) {
+  if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "gates run isolated; no isolation here";
+  StageWorld w;
+  mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+      {{"respond", {{"text", "I believe it is already correct."}}}},
+      {{"expect", {{"system_contains", "specification-review agent"}, {"tools", {"list_dir", "read_file", "search_ckb", "write_file"}}}},
+       {"respond", {{"tool_calls", {call("r", "write_file", {{"path", "review/kernel-r0.md"}, {"content", "src/kernel.cpp is missing.\n"}})}}}}},
+      {{"respond", {{"text", "Review written."}}}},
+      {{"expect", {{"body_contains", {"review/kernel-r0.md", "(missing)"}}}}, {"respond", {{"text", "Still nothing to do."}}}},
+      {{"respond", {{"text", "No findings."}}}},
+  })}});
+  AgentRun run = w.make_run(server);
+  const StageResult r = run_stage(run, {"kernel", "Make scale() return 2.", 1, true}, script_gate(30));
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  EXPECT_EQ(server.steps_left(), 0u);
+  EXPECT_EQ(r.state, "FAILED");
+  ASSERT_EQ(r.rounds.size(), 2u);
+  EXPECT_EQ(r.rounds[0].reviewer, "kernel-r0-reviewer");
+  EXPECT_EQ(json::parse(slurp(w.run / "metrics.json"))["totals"]["agents_started"], 4);
+}
+
+}  // namespace

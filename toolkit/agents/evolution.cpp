@@ -1,0 +1,303 @@
+#include "agents/evolution.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "agents/agent_run.h"
+#include "agents/ckb_delta.h"
+#include "agents/protected_files.h"
+#include "agents/run_metrics.h"
+#include "common/error.h"
+
+namespace mi::agents {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> kPhases = {"explore", "consolidate", "candidate", "regenerate", "merge"};
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_json(const fs::path& p, const json& j) {
+  fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::trunc);
+  out << j.dump(2) << "\n";
+  if (!out) fail(p.string(), ": cannot write");
+}
+
+std::string round_name(int n) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "evo-%03d", n);
+  return buf;
+}
+
+// A run directory as the workflow lays it down: the test contracts copied in and hashed before any agent acts.
+void lay_down_contracts(const fs::path& run_dir, const fs::path& contracts_dir) {
+  fs::create_directories(run_dir);
+  if (!contracts_dir.empty()) fs::copy(contracts_dir, run_dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  write_protected_manifest(protected_manifest_path(run_dir), snapshot_protected(run_dir, default_protected_globs()));
+}
+
+class Round {
+ public:
+  Round(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, fs::path dir)
+      : cfg_(cfg), backends_(backends), gate_(gate), dir_(std::move(dir)), record_(json::parse(read_all(dir_ / "round.json"))) {}
+
+  // Runs the phases left; returns the round's state ("ABSORBED", "FAILED:<phase>", or "IN_PROGRESS" when the
+  // endpoint stopped it).
+  std::string run(std::vector<std::string>& merged) {
+    while (record_["state"] == "IN_PROGRESS") {
+      const std::string phase = record_["phase"];
+      std::string outcome;  // "" next phase; "interrupted"; "failed: detail"
+      if (phase == "explore") outcome = explore();
+      else if (phase == "consolidate") outcome = consolidate();
+      else if (phase == "candidate") outcome = stage_phase(candidate(), "candidate");
+      else if (phase == "regenerate") outcome = regenerate();
+      else if (phase == "merge") outcome = merge(merged);
+      else fail((dir_ / "round.json").string(), ": unknown phase '", phase, "'");
+      if (outcome == "interrupted") {
+        record_["detail"] = "the LLM endpoint stopped phase " + phase + "; resume to continue";
+        save();
+        return "IN_PROGRESS";
+      }
+      if (!outcome.empty()) {
+        record_["state"] = "FAILED:" + phase;
+        record_["detail"] = outcome.substr(std::string("failed: ").size());
+        save();
+        analyse(phase);
+        return record_["state"];
+      }
+      const auto next = std::find(kPhases.begin(), kPhases.end(), phase) + 1;
+      if (next == kPhases.end()) record_["state"] = "ABSORBED";
+      else record_["phase"] = *next;
+      save();
+    }
+    return record_["state"];
+  }
+
+ private:
+  fs::path candidate_dir() const { return dir_ / "candidate"; }
+  fs::path staged_ckb() const { return dir_ / "staged_ckb"; }
+  void save() const { write_json(dir_ / "round.json", record_); }
+
+  std::unique_ptr<AgentRun> make_run(const fs::path& run_dir) const {
+    AgentRunConfig rc;
+    rc.sandbox.run_dir = run_dir;
+    rc.sandbox.ckb_dir = staged_ckb();
+    rc.sandbox.reference_paths = cfg_.reference_paths;
+    rc.sandbox.command_timeout_s = cfg_.command_timeout_s;
+    rc.roles_dir = cfg_.ckb_dir / "roles";  // roles come from the real CKB, never from a delta an agent wrote
+    rc.max_turns = cfg_.max_turns;
+    rc.max_tokens = cfg_.max_tokens;
+    return std::make_unique<AgentRun>(rc, backends_());
+  }
+  AgentRun& candidate() {
+    if (!candidate_run_) candidate_run_ = make_run(candidate_dir());
+    return *candidate_run_;
+  }
+
+  std::string explore() {
+    AgentRun& run = candidate();
+    run.set_source_switch(cfg_.explore_switch);
+    std::string task = "Knowledge-base evolution, round " + dir_.filename().string() + ".\n\nTarget:\n" + cfg_.target +
+                       "\n\nWrite what the knowledge base lacks for it to exploration/notes.md.";
+    if (fs::exists(candidate_dir() / "seed" / "failure.md"))
+      task += "\n\nThe previous round failed. The failure analyst's report (seed/failure.md):\n\n" + read_all(candidate_dir() / "seed" / "failure.md");
+    const ConversationResult r = run.converse("explorer", task);
+    run.set_source_switch(SourceSwitch::off);
+    return r.metrics.stop == "error" ? "interrupted" : "";
+  }
+
+  std::string consolidate() {
+    AgentRun& run = candidate();
+    run.set_source_switch(SourceSwitch::off);
+    const ConversationResult r = run.converse(
+        "consolidator", "Turn exploration/notes.md into knowledge-base entries under ckb_delta/ (same layout as the CKB) for the target:\n" + cfg_.target);
+    if (r.metrics.stop == "error") return "interrupted";
+    const fs::path delta = candidate_dir() / "ckb_delta";
+    if (delta_files(delta).empty()) return "failed: the consolidator wrote no ckb_delta/ entry";
+    stage_ckb(cfg_.ckb_dir, delta, staged_ckb());
+    const std::vector<std::string> errors = new_lint_errors(cfg_.ckb_dir, staged_ckb(), cfg_.repo_root);
+    if (!errors.empty()) {
+      std::string detail = "the staged delta adds lint errors:";
+      for (const auto& e : errors) detail += "\n  " + e;
+      return "failed: " + detail;
+    }
+    return "";
+  }
+
+  std::string stage_phase(AgentRun& run, const std::string& which) {
+    run.set_source_switch(SourceSwitch::off);
+    std::string objective = cfg_.target;
+    if (which == "candidate") objective += "\n\nUse the knowledge base (including this round's staged entries) and exploration/notes.md.";
+    else objective += "\n\nUse the knowledge base only.";
+    const StageResult s = run_stage(run, {cfg_.stage, objective, cfg_.max_repair_rounds, false}, gate_);
+    record_[which] = {{"state", s.state}, {"rounds", s.rounds.size()},
+                      {"evidence", s.rounds.empty() ? "" : s.rounds.back().evidence_file}};
+    if (s.state == "AGENT_ERROR") return "interrupted";
+    if (s.state != "PASSED") {
+      last_evidence_ = s.rounds.empty() || s.rounds.back().evidence_file.empty() ? s.detail : read_all(run.run_dir() / s.rounds.back().evidence_file);
+      return "failed: " + which + " stage " + s.state + (s.detail.empty() ? "" : ": " + s.detail);
+    }
+    return "";
+  }
+
+  std::string regenerate() {
+    // From the CKB alone: a fresh directory each time this phase starts (an interrupted regeneration restarts).
+    const fs::path regen = dir_ / "regen";
+    fs::remove_all(regen);
+    lay_down_contracts(regen, cfg_.contracts_dir);
+    auto run = make_run(regen);
+    return stage_phase(*run, "regenerate");
+  }
+
+  std::string merge(std::vector<std::string>& merged) {
+    const std::string round = dir_.filename().string();
+    std::vector<std::string> evidence;
+    for (const char* which : {"candidate", "regenerate"}) {
+      const std::string e = record_.contains(which) ? record_[which].value("evidence", "") : "";
+      if (!e.empty()) evidence.push_back(round + "/" + (std::string(which) == "candidate" ? "candidate/" : "regen/") + e);
+    }
+    merged = merge_delta(candidate_dir() / "ckb_delta", cfg_.ckb_dir, round, evidence);
+    record_["merged"] = merged;
+    return "";
+  }
+
+  void analyse(const std::string& phase) {
+    AgentRun& run = candidate();
+    run.set_source_switch(SourceSwitch::off);
+    std::string task = "The knowledge-base evolution round " + dir_.filename().string() + " failed in phase " + phase + ": " +
+                       record_.value("detail", "") + "\n";
+    if (!last_evidence_.empty()) task += "\nGate evidence:\n" + last_evidence_ + "\n";
+    task += "\nTarget:\n" + cfg_.target + "\n\nWrite failure/analysis.md for the next round.";
+    const ConversationResult r = run.converse("failure_analyst", task);
+    record_["analysis"] = fs::exists(candidate_dir() / "failure" / "analysis.md") ? "candidate/failure/analysis.md" : "";
+    if (r.metrics.stop == "error") record_["analysis_error"] = r.final_text;
+    save();
+  }
+
+  const EvolutionConfig& cfg_;
+  const BackendFactory& backends_;
+  const GateRunner& gate_;
+  fs::path dir_;
+  json record_;
+  std::unique_ptr<AgentRun> candidate_run_;
+  std::string last_evidence_;
+};
+
+std::vector<fs::path> existing_rounds(const fs::path& work) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(work))
+    if (e.is_directory() && e.path().filename().string().rfind("evo-", 0) == 0 && fs::exists(e.path() / "round.json")) out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The evolution's records as one run: every round's candidate and regeneration directories together.
+void write_evolution_records(const fs::path& work) {
+  std::vector<fs::path> dirs;
+  json rounds = json::array();
+  for (const auto& r : existing_rounds(work)) {
+    dirs.push_back(r / "candidate");
+    dirs.push_back(r / "regen");
+    const json rec = json::parse(read_all(r / "round.json"), nullptr, false);
+    if (!rec.is_discarded()) rounds.push_back(rec);
+  }
+  write_run_records(work, combine_run_records(work, dirs));
+  write_json(work / "evolution.json", {{"format", "metainfer-evolution/1"}, {"rounds", rounds}});
+}
+
+EvolutionResult evolve_rounds(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, bool resume);
+
+}  // namespace
+
+EvolutionResult evolve(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, bool resume) {
+  EvolutionResult r = evolve_rounds(cfg, backends, gate, resume);
+  write_evolution_records(cfg.work_dir);
+  return r;
+}
+
+namespace {
+
+EvolutionResult evolve_rounds(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, bool resume) {
+  if (cfg.target.empty()) fail("evolve: no target");
+  if (!fs::is_directory(cfg.ckb_dir)) fail("evolve: CKB directory ", cfg.ckb_dir.string(), " does not exist");
+  if (!cfg.contracts_dir.empty() && !fs::is_directory(cfg.contracts_dir)) fail("evolve: contracts directory ", cfg.contracts_dir.string(), " does not exist");
+  for (const auto& in : cfg.inputs)
+    if (!fs::is_regular_file(in)) fail("evolve: input ", in.string(), " is not a file");
+  const fs::path state_file = cfg.work_dir / "state.json";
+  const json identity = {{"format", "metainfer-evolution/1"}, {"target", cfg.target}, {"stage", cfg.stage}};
+  if (fs::exists(state_file)) {
+    if (!resume) fail(state_file.string(), ": an evolution is already recorded here; pass --resume to continue it");
+    const json j = json::parse(read_all(state_file), nullptr, false);
+    if (j.is_discarded() || j.value("target", "") != cfg.target || j.value("stage", "") != cfg.stage)
+      fail(state_file.string(), ": recorded for another target or stage; refusing to resume it with this one");
+  } else {
+    if (resume) fail(state_file.string(), ": nothing to resume");
+    write_json(state_file, identity);
+  }
+
+  EvolutionResult result;
+  for (;;) {
+    std::vector<fs::path> rounds = existing_rounds(cfg.work_dir);
+    result.rounds.clear();
+    for (const auto& r : rounds) result.rounds.push_back(r.filename().string());
+    fs::path current;
+    if (!rounds.empty()) {
+      const json last = json::parse(read_all(rounds.back() / "round.json"));
+      if (last["state"] == "ABSORBED") {
+        result.state = "ABSORBED";
+        result.merged_files = last.value("merged", std::vector<std::string>{});
+        return result;
+      }
+      if (last["state"] == "IN_PROGRESS") current = rounds.back();
+    }
+    if (current.empty()) {
+      if (int(rounds.size()) >= cfg.max_rounds) {
+        result.state = "FAILED";
+        result.detail = "no round was absorbed in " + std::to_string(rounds.size()) + " round(s)";
+        return result;
+      }
+      current = cfg.work_dir / round_name(int(rounds.size()) + 1);
+      lay_down_contracts(current / "candidate", cfg.contracts_dir);
+      for (const auto& in : cfg.inputs) {
+        fs::create_directories(current / "candidate" / "inputs");
+        fs::copy_file(in, current / "candidate" / "inputs" / in.filename(), fs::copy_options::overwrite_existing);
+      }
+      stage_ckb(cfg.ckb_dir, current / "candidate" / "ckb_delta", current / "staged_ckb");
+      // The previous round's failure analysis seeds this one.
+      if (!rounds.empty() && fs::exists(rounds.back() / "candidate" / "failure" / "analysis.md")) {
+        fs::create_directories(current / "candidate" / "seed");
+        fs::copy_file(rounds.back() / "candidate" / "failure" / "analysis.md", current / "candidate" / "seed" / "failure.md");
+      }
+      write_json(current / "round.json", {{"round", current.filename().string()}, {"phase", "explore"}, {"state", "IN_PROGRESS"},
+                                          {"explore_switch", to_string(cfg.explore_switch)}});
+      result.rounds.push_back(current.filename().string());
+    }
+    Round round(cfg, backends, gate, current);
+    const std::string state = round.run(result.merged_files);
+    if (state == "ABSORBED") {
+      result.state = "ABSORBED";
+      return result;
+    }
+    if (state == "IN_PROGRESS") {
+      result.state = "INTERRUPTED";
+      result.detail = current.filename().string() + " stopped by the LLM endpoint; resume to continue";
+      return result;
+    }
+    result.detail = current.filename().string() + ": " + state;
+  }
+}
+
+}  // namespace
+
+}  // namespace mi::agents

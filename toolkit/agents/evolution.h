@@ -1,0 +1,62 @@
+// Knowledge-base evolution (paper section 3 and A.2), as rounds evo-001, evo-002, ... under a work directory:
+//
+//   explore      the explorer, with the source switch as configured, writes exploration/ notes
+//   consolidate  the consolidator (switch OFF) writes ckb_delta/; the delta is staged over a copy of the CKB and
+//                must add no lint error
+//   candidate    the stage loop (implementer + gate) in the round's candidate run directory, against the staged CKB
+//   regenerate   switch OFF, a fresh run directory that holds only the test contracts: the stage loop again, from
+//                the staged CKB alone (no notes, no earlier sources)
+//   merge        only now is the delta merged into the CKB, each file tagged with the round and its gate evidence
+//
+// A failed phase goes to the failure analyst, whose report seeds the next round's explorer. A phase stopped by the
+// endpoint (it kept failing) leaves the round IN_PROGRESS: evolve(resume = true) continues at that phase, keeping
+// everything the earlier phases produced. Each round's progress is in evo-NNN/round.json, rewritten after every
+// phase; the work directory's state.json names the target, so a resume cannot continue someone else's evolution.
+//
+// Layout: <work>/state.json, <work>/evo-NNN/{round.json, staged_ckb/, candidate/, regen/}; candidate/ and regen/ are
+// run directories (transcripts, metrics.json, summary.md, reports/). Whenever evolve() returns, <work>/metrics.json
+// and <work>/summary.md hold every round's figures together, and <work>/evolution.json each round's state.
+#pragma once
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agents/llm_backend.h"
+#include "agents/source_switch.h"
+#include "agents/stage_loop.h"
+
+namespace mi::agents {
+
+struct EvolutionConfig {
+  std::filesystem::path work_dir;
+  std::filesystem::path ckb_dir;        // evolved in place when a round is absorbed
+  std::filesystem::path repo_root;      // what CKB component and test paths are relative to (lint)
+  std::filesystem::path contracts_dir;  // test contracts and gates/<stage>.sh, copied into every run directory
+  std::string target;                   // what the CKB lacks and what to build: the explorer's and implementer's brief
+  std::vector<std::filesystem::path> inputs;  // files copied into each round's candidate/inputs/ (plan.json, config.json)
+  std::string stage = "target";         // the gate that judges candidate and regeneration
+  std::vector<std::filesystem::path> reference_paths;
+  SourceSwitch explore_switch = SourceSwitch::off;
+  int max_rounds = 3;
+  int max_repair_rounds = 1;
+  int max_turns = 40, max_tokens = 4096;
+  double command_timeout_s = 600;
+};
+
+struct EvolutionResult {
+  std::string state;  // "ABSORBED" | "FAILED" (rounds exhausted) | "INTERRUPTED" (resume later)
+  std::vector<std::string> rounds;
+  std::vector<std::string> merged_files;  // when ABSORBED
+  std::string detail;
+};
+
+// A fresh backend per run directory (each holds its own connection settings; tests point it at a scripted server).
+using BackendFactory = std::function<std::unique_ptr<LlmBackend>()>;
+
+// Throws mi::Error for bad configuration, a work directory with a state.json when resume is false, or none (or one
+// for another target) when resume is true.
+EvolutionResult evolve(const EvolutionConfig& config, const BackendFactory& backends, const GateRunner& gate, bool resume);
+
+}  // namespace mi::agents

@@ -1,0 +1,114 @@
+#include "agents/stage_loop.h"
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "agents/isolated_command.h"
+#include "agents/protected_files.h"
+#include "common/error.h"
+
+namespace mi::agents {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+void write_text(const fs::path& file, const std::string& text) {
+  fs::create_directories(file.parent_path());
+  std::ofstream out(file, std::ios::trunc);
+  out << text;
+  if (!out) fail(file.string(), ": cannot write");
+}
+
+void write_record(const fs::path& run_dir, const StageResult& r) {
+  json rounds = json::array();
+  for (const auto& x : r.rounds)
+    rounds.push_back({{"round", x.round}, {"implementer", x.implementer}, {"reviewer", x.reviewer}, {"gate", x.gate},
+                      {"evidence_file", x.evidence_file}});
+  write_text(run_dir / ".metainfer" / "stages" / (r.stage + ".json"),
+             json{{"stage", r.stage}, {"state", r.state}, {"detail", r.detail}, {"rounds", rounds}}.dump(2) + "\n");
+}
+
+std::string implementer_task(const StageSpec& stage, int round, const std::string& evidence_file, const std::string& evidence,
+                             const std::string& review_file) {
+  std::string task = "Stage '" + stage.id + "', round " + std::to_string(round) + ".\n\nObjective:\n" + stage.objective + "\n";
+  if (round > 0) {
+    task += "\nThe gate judged the previous round and it FAILED. Its evidence (also in " + evidence_file + "):\n\n" + evidence + "\n";
+  }
+  if (!review_file.empty()) task += "\nThe specification reviewer's report on the previous round is in " + review_file + ".\n";
+  task += "\nWhen you have made your changes, stop and summarise them. The gate decides whether the stage passes.";
+  return task;
+}
+
+}  // namespace
+
+GateRunner script_gate(double timeout_s, std::size_t max_evidence_bytes) {
+  return [=](const fs::path& run_dir, const std::string& stage) -> GateOutcome {
+    const std::string script = "gates/" + stage + ".sh";
+    if (!fs::is_regular_file(run_dir / script)) return {false, "gate script " + script + " does not exist"};
+    // The gate runs agent-written code: no network, and the protected paths read-only, as for agents' commands.
+    const CommandResult r = run_isolated_command("bash " + script, run_dir, {}, timeout_s, max_evidence_bytes, {},
+                                                 protected_mount_points(run_dir));
+    std::string head = r.timed_out ? "gate " + script + " timed out after " + std::to_string(int(timeout_s)) + " s"
+                                   : "gate " + script + ": exit status " + std::to_string(r.exit_code);
+    return {!r.timed_out && r.exit_code == 0, head + "\n" + r.output};
+  };
+}
+
+StageResult run_stage(AgentRun& run, const StageSpec& stage, const GateRunner& gate) {
+  StageResult result{stage.id, "FAILED", {}, ""};
+  const fs::path run_dir = run.run_dir();
+  std::string evidence, evidence_file, review_file;
+  for (int round = 0; round <= stage.max_repair_rounds; ++round) {
+    StageRound rec;
+    rec.round = round;
+    rec.gate = "NOT_RUN";
+    const std::string tag = stage.id + "-r" + std::to_string(round);
+    const ConversationResult impl = run.converse("implementer", implementer_task(stage, round, evidence_file, evidence, review_file), tag + "-implementer");
+    rec.implementer = impl.metrics.id;
+    if (impl.metrics.stop == "error") {
+      result.rounds.push_back(rec);
+      result.state = "AGENT_ERROR";
+      result.detail = impl.final_text;
+      break;
+    }
+    review_file.clear();
+    if (stage.review) {
+      const std::string file = "review/" + tag + ".md";
+      const ConversationResult rev = run.converse(
+          "spec_reviewer", "Review the sources of stage '" + stage.id + "' against its contracts. Objective of the stage:\n" +
+                               stage.objective + "\nWrite your findings to " + file + ".",
+          tag + "-reviewer");
+      rec.reviewer = rev.metrics.id;
+      if (fs::exists(run_dir / file)) review_file = file;
+    }
+    try {
+      require_untampered(run_dir);
+    } catch (const Error& e) {
+      rec.gate = "TAMPERED";
+      result.rounds.push_back(rec);
+      result.state = "TAMPERED";
+      result.detail = e.what();
+      break;
+    }
+    const GateOutcome g = gate(run_dir, stage.id);
+    rec.gate = g.passed ? "PASSED" : "FAILED";
+    evidence = g.evidence;
+    evidence_file = "reports/" + stage.id + "/round-" + std::to_string(round) + ".txt";
+    rec.evidence_file = evidence_file;
+    write_text(run_dir / evidence_file, g.evidence);
+    result.rounds.push_back(rec);
+    write_record(run_dir, result);
+    if (g.passed) {
+      result.state = "PASSED";
+      break;
+    }
+  }
+  if (result.state == "FAILED") result.detail = "the gate failed in every round (" + std::to_string(result.rounds.size()) + ")";
+  write_record(run_dir, result);
+  run.write_records();
+  return result;
+}
+
+}  // namespace mi::agents

@@ -1,0 +1,58 @@
+// One generation stage with LLM implementers, judged by a gate the agents cannot touch, with bounded repair rounds.
+//
+//   round 0..max_repair_rounds:
+//     implementer conversation (the stage objective; from round 1 on, the failing gate's evidence too)
+//     [spec reviewer conversation: its report, review/<stage>-r<N>.md, goes to the next round's implementer]
+//     require_untampered(): a changed, missing or added protected file ends the stage TAMPERED before any gate runs
+//     the gate: PASSED ends the stage; otherwise its evidence is written to reports/<stage>/round-<N>.txt
+//   FAILED after the last round.
+//
+// Only the gate decides PASS or FAIL; an implementer saying it is done only ends its conversation. The stage's
+// record (.metainfer/stages/<stage>.json) is rewritten after every round.
+#pragma once
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "agents/agent_run.h"
+
+namespace mi::agents {
+
+struct GateOutcome {
+  bool passed = false;
+  std::string evidence;  // what failed and why: the output the next round's implementer gets
+};
+
+// Judges the run directory for a stage. Code, not an LLM.
+using GateRunner = std::function<GateOutcome(const std::filesystem::path& run_dir, const std::string& stage)>;
+
+// The gate of a protected script: runs gates/<stage>.sh in the run directory with the same isolation as agents'
+// commands (no network, it builds and runs agent-written code), passing on exit status 0; evidence is the status and
+// the output's tail. A missing script is a failure that says so.
+GateRunner script_gate(double timeout_s = 600, std::size_t max_evidence_bytes = 16 * 1024);
+
+struct StageSpec {
+  std::string id;         // also the gate's name
+  std::string objective;  // the implementer's task
+  int max_repair_rounds = 2;
+  bool review = false;    // run the spec reviewer after each implementation round
+};
+
+struct StageRound {
+  int round = 0;
+  std::string implementer, reviewer;  // conversation ids
+  std::string gate;                   // "PASSED", "FAILED", "TAMPERED", "NOT_RUN"
+  std::string evidence_file;          // relative to the run directory
+};
+
+struct StageResult {
+  std::string stage;
+  std::string state;  // "PASSED" | "FAILED" | "TAMPERED" | "AGENT_ERROR" (the endpoint kept failing)
+  std::vector<StageRound> rounds;
+  std::string detail;
+};
+
+StageResult run_stage(AgentRun& run, const StageSpec& stage, const GateRunner& gate);
+
+}  // namespace mi::agents

@@ -1,0 +1,348 @@
+#include "agents/tool_sandbox.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include "agents/isolated_command.h"
+#include "agents/line_delta.h"
+#include "agents/path_glob.h"
+#include "agents/protected_files.h"
+#include "common/error.h"
+
+namespace mi::agents {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kCkbPrefix = "@ckb";
+constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t(64) << 20;
+
+bool within(const fs::path& p, const fs::path& root) {
+  const fs::path rel = p.lexically_relative(root);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool has_string(const json& a, const char* key) { return a.is_object() && a.contains(key) && a[key].is_string(); }
+
+ToolOutcome error(std::string message) { return {false, false, std::move(message)}; }
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+void append_jsonl(const fs::path& file, const json& record) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file, std::ios::app) << record.dump() << "\n";
+}
+
+}  // namespace
+
+ToolSandbox::ToolSandbox(SandboxConfig config) : config_(std::move(config)) {
+  if (!fs::is_directory(config_.run_dir)) fail("tool sandbox: run directory ", config_.run_dir.string(), " does not exist");
+  config_.run_dir = fs::canonical(config_.run_dir);
+  if (!config_.ckb_dir.empty()) config_.ckb_dir = fs::weakly_canonical(config_.ckb_dir);
+  for (const auto& r : config_.reference_paths) references_.push_back(fs::weakly_canonical(r));
+  // A resumed run keeps counting the refusals and reference reads of its earlier sessions.
+  auto load = [&](const char* name, auto&& add) {
+    std::ifstream in(config_.run_dir / ".metainfer" / name);
+    std::string line;
+    while (std::getline(in, line)) {
+      const json j = json::parse(line, nullptr, false);
+      if (j.is_object()) add(j);
+    }
+  };
+  load("violations.jsonl", [&](const json& j) {
+    violations_.push_back({j.value("role", ""), j.value("tool", ""), j.value("path", ""), j.value("rule", ""), j.value("detail", "")});
+  });
+  load("reference_access.jsonl", [&](const json& j) {
+    accesses_.push_back({j.value("role", ""), j.value("tool", ""), j.value("path", "")});
+  });
+}
+
+ToolSandbox::Resolved ToolSandbox::resolve(const std::string& text) const {
+  Resolved r;
+  fs::path raw;
+  if (text == kCkbPrefix || text.rfind(std::string(kCkbPrefix) + "/", 0) == 0) {
+    if (config_.ckb_dir.empty()) {  // no CKB: "@ckb/x" must not fall back to a path relative to our cwd
+      r.shown = text;
+      return r;
+    }
+    raw = config_.ckb_dir / text.substr(std::min(text.size(), std::string(kCkbPrefix).size() + 1));
+  }
+  else if (fs::path(text).is_absolute())
+    raw = text;
+  else
+    raw = config_.run_dir / text;
+  // weakly_canonical resolves every symlink of the existing prefix, so a link inside the run directory that
+  // points elsewhere is classified by where it points.
+  std::error_code ec;
+  r.path = fs::weakly_canonical(raw, ec);
+  if (ec) r.path = raw.lexically_normal();
+  for (const auto& ref : references_)
+    if (r.path == ref || within(r.path, ref)) {
+      r.area = Area::reference;
+      r.shown = r.path.string();
+      return r;
+    }
+  if (r.path == config_.run_dir || within(r.path, config_.run_dir)) {
+    r.area = Area::run;
+    r.shown = r.path == config_.run_dir ? "." : r.path.lexically_relative(config_.run_dir).generic_string();
+  } else if (!config_.ckb_dir.empty() && (r.path == config_.ckb_dir || within(r.path, config_.ckb_dir))) {
+    r.area = Area::ckb;
+    r.shown = std::string(kCkbPrefix) + (r.path == config_.ckb_dir ? "" : "/" + r.path.lexically_relative(config_.ckb_dir).generic_string());
+  } else {
+    r.area = Area::outside;
+    r.shown = text;
+  }
+  return r;
+}
+
+ToolOutcome ToolSandbox::refuse(const AgentRoleSpec& role, const std::string& tool, const std::string& path,
+                                const std::string& rule, const std::string& detail) {
+  violations_.push_back({role.id, tool, path, rule, detail});
+  append_jsonl(config_.run_dir / ".metainfer" / "violations.jsonl",
+               {{"role", role.id}, {"tool", tool}, {"path", path}, {"rule", rule}, {"detail", detail}});
+  return {false, true, "refused (" + rule + "): " + detail};
+}
+
+bool ToolSandbox::may_read(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out) {
+  switch (r.area) {
+    case Area::run:
+    case Area::ckb:
+      return true;
+    case Area::outside:
+      out = refuse(role, tool, r.shown, "path_escape", r.shown + " is outside the run directory and the CKB");
+      return false;
+    case Area::reference:
+      if (config_.source_switch == SourceSwitch::on && role.id == kReferenceReaderRole) {
+        log_access(role, tool, r);
+        return true;
+      }
+      out = refuse(role, tool, r.shown, "reference_path",
+                   r.shown + " is a reference source tree (source switch " + to_string(config_.source_switch) +
+                       (config_.source_switch == SourceSwitch::on ? "; only the explorer may read it)" : ")"));
+      return false;
+  }
+  return false;
+}
+
+void ToolSandbox::log_access(const AgentRoleSpec& role, const std::string& tool, const Resolved& r) {
+  accesses_.push_back({role.id, tool, r.path.string()});
+  append_jsonl(config_.run_dir / ".metainfer" / "reference_access.jsonl", {{"role", role.id}, {"tool", tool}, {"path", r.path.string()}});
+}
+
+bool ToolSandbox::clean_content(const AgentRoleSpec& role, const std::string& tool, const Resolved& r,
+                                std::string_view text, ToolOutcome& out) {
+  // A reference read the explorer is allowed under SWITCH=ON is logged, not filtered.
+  if (r.area == Area::reference && config_.source_switch == SourceSwitch::on && role.id == kReferenceReaderRole) return true;
+  const auto sig = find_foreign_signature(text);
+  if (!sig) return true;
+  if (config_.source_switch == SourceSwitch::on && role.id == kReferenceReaderRole) {
+    log_access(role, tool, r);
+    return true;
+  }
+  out = refuse(role, tool, r.shown, "foreign_signature",
+               r.shown + " carries a " + sig->framework + " source signature (\"" + sig->marker + "\")");
+  return false;
+}
+
+bool ToolSandbox::may_write(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out) {
+  if (r.area == Area::reference) {
+    out = refuse(role, tool, r.shown, "reference_path", r.shown + " is a reference source tree");
+    return false;
+  }
+  if (r.area == Area::ckb) {
+    out = refuse(role, tool, r.shown, "write_not_granted", "the CKB is read-only; stage changes under ckb_delta/ in the run directory");
+    return false;
+  }
+  if (r.area == Area::outside) {
+    out = refuse(role, tool, r.shown, "path_escape", r.shown + " is outside the run directory");
+    return false;
+  }
+  if (path_glob_any(default_protected_globs(), r.shown) || path_glob_any(workflow_record_globs(), r.shown)) {
+    out = refuse(role, tool, r.shown, "protected_path", r.shown + " is a test contract, gate script or workflow record; no agent may change it");
+    return false;
+  }
+  if (!path_glob_any(role.write_paths, r.shown)) {
+    std::string allowed;
+    for (const auto& g : role.write_paths) allowed += (allowed.empty() ? "" : ", ") + g;
+    out = refuse(role, tool, r.shown, "write_not_granted",
+                 "role " + role.id + " may write only " + (allowed.empty() ? std::string("nothing") : allowed));
+    return false;
+  }
+  return true;
+}
+
+ToolOutcome ToolSandbox::call(const AgentRoleSpec& role, const std::string& tool, const json& arguments) {
+  if (!role.has_tool(tool)) return refuse(role, tool, "", "tool_not_granted", "role " + role.id + " has no tool '" + tool + "'");
+  if (!arguments.is_object()) return error("arguments must be a JSON object");
+  try {
+    if (tool == "list_dir") return list_dir(role, arguments);
+    if (tool == "read_file") return read_file(role, arguments);
+    if (tool == "search_ckb") return search_ckb(role, arguments);
+    if (tool == "write_file") return write_file(role, arguments);
+    if (tool == "edit_file") return edit_file(role, arguments);
+    if (tool == "run_command") return run_command(role, arguments);
+  } catch (const fs::filesystem_error& e) {
+    return error(std::string("file system error: ") + e.code().message());
+  } catch (const Error& e) {
+    return error(e.what());
+  }
+  return error("unknown tool '" + tool + "'");
+}
+
+ToolOutcome ToolSandbox::list_dir(const AgentRoleSpec& role, const json& a) {
+  if (!has_string(a, "path")) return error("list_dir needs a string 'path'");
+  const Resolved r = resolve(a["path"]);
+  ToolOutcome out;
+  if (!may_read(role, "list_dir", r, out)) return out;
+  if (!fs::is_directory(r.path)) return error(r.shown + ": not a directory");
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(r.path)) names.push_back(e.path().filename().string() + (e.is_directory() ? "/" : ""));
+  std::sort(names.begin(), names.end());
+  out = {true, false, ""};
+  for (const auto& n : names) out.output += n + "\n";
+  if (names.empty()) out.output = "(empty)\n";
+  return out;
+}
+
+ToolOutcome ToolSandbox::read_file(const AgentRoleSpec& role, const json& a) {
+  if (!has_string(a, "path")) return error("read_file needs a string 'path'");
+  const Resolved r = resolve(a["path"]);
+  ToolOutcome out;
+  if (!may_read(role, "read_file", r, out)) return out;
+  if (!fs::is_regular_file(r.path)) return error(r.shown + ": no such file");
+  // Whole files are read (the signature check needs them): a giant one (a build artefact, a log) is refused.
+  if (fs::file_size(r.path) > kMaxFileBytes) return error(r.shown + ": larger than " + std::to_string(kMaxFileBytes >> 20) + " MiB; not a text file to read");
+  const std::string text = read_all(r.path);
+  // The whole file is checked, not only the range asked for: a signature in the header marks the whole file.
+  if (!clean_content(role, "read_file", r, text, out)) return out;
+  const long first = a.contains("first_line") && a["first_line"].is_number_integer() ? std::max(1L, a["first_line"].get<long>()) : 1;
+  const long max_lines = a.contains("max_lines") && a["max_lines"].is_number_integer() ? a["max_lines"].get<long>() : -1;
+  std::string slice;
+  long line = 1;
+  std::size_t start = 0;
+  while (start < text.size() && (max_lines < 0 || line < first + max_lines)) {
+    std::size_t end = text.find('\n', start);
+    end = end == std::string::npos ? text.size() : end + 1;
+    if (line >= first) slice.append(text, start, end - start);
+    start = end;
+    ++line;
+  }
+  out = {true, false, slice};
+  if (out.output.size() > config_.max_read_bytes) {
+    out.output.resize(config_.max_read_bytes);
+    out.output += "\n[... cut at " + std::to_string(config_.max_read_bytes) + " bytes; read further with first_line/max_lines]\n";
+  }
+  return out;
+}
+
+ToolOutcome ToolSandbox::search_ckb(const AgentRoleSpec& role, const json& a) {
+  if (!has_string(a, "query") || a["query"].get<std::string>().empty()) return error("search_ckb needs a non-empty string 'query'");
+  if (config_.ckb_dir.empty() || !fs::is_directory(config_.ckb_dir)) return error("no CKB configured");
+  const std::string q = lower(a["query"]);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(config_.ckb_dir))
+    if (e.is_regular_file()) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  ToolOutcome out{true, false, ""};
+  std::size_t hits = 0;
+  for (const auto& f : files) {
+    const std::string text = read_all(f);
+    if (lower(text).find(q) == std::string::npos) continue;
+    const Resolved r = resolve(f.string());
+    ToolOutcome refused;
+    if (!may_read(role, "search_ckb", r, refused) || !clean_content(role, "search_ckb", r, text, refused)) continue;
+    std::istringstream lines(text);
+    std::string line;
+    for (long n = 1; std::getline(lines, line); ++n) {
+      if (lower(line).find(q) == std::string::npos) continue;
+      if (++hits > config_.max_search_hits) {
+        out.output += "[... more hits; refine the query]\n";
+        return out;
+      }
+      out.output += r.shown + ":" + std::to_string(n) + ": " + line + "\n";
+    }
+  }
+  if (hits == 0) out.output = "no match\n";
+  return out;
+}
+
+ToolOutcome ToolSandbox::write_file(const AgentRoleSpec& role, const json& a) {
+  if (!has_string(a, "path") || !has_string(a, "content")) return error("write_file needs string 'path' and 'content'");
+  const Resolved r = resolve(a["path"]);
+  ToolOutcome out;
+  if (!may_write(role, "write_file", r, out)) return out;
+  const std::string content = a["content"];
+  if (config_.source_switch == SourceSwitch::off)
+    if (const auto sig = find_foreign_signature(content))
+      return refuse(role, "write_file", r.shown, "foreign_signature",
+                    "the content carries a " + sig->framework + " source signature (\"" + sig->marker + "\")");
+  if (fs::is_directory(r.path)) return error(r.shown + ": is a directory");
+  const std::string before = fs::is_regular_file(r.path) ? read_all(r.path) : "";
+  fs::create_directories(r.path.parent_path());
+  {
+    std::ofstream f(r.path, std::ios::binary | std::ios::trunc);
+    f << content;
+    if (!f) return error(r.shown + ": cannot write");
+  }
+  const LineDelta d = line_delta(before, content);
+  return {true, false, "wrote " + r.shown + " (" + std::to_string(content.size()) + " bytes, +" + std::to_string(d.added) + " -" + std::to_string(d.removed) + " lines)",
+          true, d.added, d.removed};
+}
+
+ToolOutcome ToolSandbox::edit_file(const AgentRoleSpec& role, const json& a) {
+  if (!has_string(a, "path") || !has_string(a, "old") || !has_string(a, "new")) return error("edit_file needs string 'path', 'old' and 'new'");
+  const Resolved r = resolve(a["path"]);
+  ToolOutcome out;
+  if (!may_write(role, "edit_file", r, out)) return out;
+  if (!fs::is_regular_file(r.path)) return error(r.shown + ": no such file");
+  if (fs::file_size(r.path) > kMaxFileBytes) return error(r.shown + ": too large to edit");
+  const std::string before = read_all(r.path);
+  // Editing needs the file's text: the read rules apply to it as well.
+  if (!clean_content(role, "edit_file", r, before, out)) return out;
+  const std::string old_text = a["old"], new_text = a["new"];
+  if (old_text.empty()) return error("'old' must not be empty");
+  const std::size_t at = before.find(old_text);
+  if (at == std::string::npos) return error(r.shown + ": 'old' text not found");
+  if (before.find(old_text, at + 1) != std::string::npos) return error(r.shown + ": 'old' text occurs more than once; include more context");
+  const std::string after = before.substr(0, at) + new_text + before.substr(at + old_text.size());
+  if (config_.source_switch == SourceSwitch::off)
+    if (const auto sig = find_foreign_signature(after))
+      return refuse(role, "edit_file", r.shown, "foreign_signature",
+                    "the edit would add a " + sig->framework + " source signature (\"" + sig->marker + "\")");
+  {
+    std::ofstream f(r.path, std::ios::binary | std::ios::trunc);
+    f << after;
+    if (!f) return error(r.shown + ": cannot write");
+  }
+  const LineDelta d = line_delta(before, after);
+  return {true, false, "edited " + r.shown + " (+" + std::to_string(d.added) + " -" + std::to_string(d.removed) + " lines)", true, d.added, d.removed};
+}
+
+ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
+  if (!has_string(a, "command") || a["command"].get<std::string>().empty()) return error("run_command needs a non-empty string 'command'");
+  double timeout = config_.command_timeout_s;
+  if (a.contains("timeout_s") && a["timeout_s"].is_number()) timeout = std::clamp(a["timeout_s"].get<double>(), 1.0, config_.command_timeout_s);
+  std::vector<fs::path> readonly;
+  if (!config_.ckb_dir.empty() && fs::is_directory(config_.ckb_dir)) readonly.push_back(config_.ckb_dir);
+  // No role with run_command reads references, so they are hidden from every command whatever the switch says.
+  const CommandResult r = run_isolated_command(a["command"], config_.run_dir, readonly, timeout, config_.max_output_bytes,
+                                               references_, protected_mount_points(config_.run_dir));
+  std::string head = r.timed_out ? "timed out after " + std::to_string(int(timeout)) + " s" : "exit status " + std::to_string(r.exit_code);
+  if (r.truncated) head += "; output cut to its last " + std::to_string(config_.max_output_bytes) + " bytes";
+  return {!r.timed_out && r.exit_code == 0, false, head + "\n" + r.output};
+}
+
+}  // namespace mi::agents

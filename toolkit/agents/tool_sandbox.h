@@ -1,0 +1,101 @@
+// The only way an agent acts: every tool call of every role goes through ToolSandbox::call, which checks the role's
+// grants and the path and source policies before doing anything, and records what it refused.
+//
+// Paths: relative ones are resolved against the run directory; "@ckb/..." names a file of the CKB; absolute paths
+// are accepted only to be classified. Every path is canonicalised (symlinks resolved, "." and ".." folded) before
+// it is classified, so neither ".." nor a symlink planted in the run directory reaches outside it. Classes:
+//   reference  inside a configured reference tree: readable only by the explorer with SWITCH=ON (logged)
+//   run        inside the run directory: readable; writable where the role's write_paths allow and the path is not
+//              protected (test contracts, gate scripts, the workflow's records)
+//   ckb        inside the CKB: read-only for every role (a staged delta lives in the run directory)
+//   outside    anything else: refused
+// With SWITCH=OFF a file whose text carries a foreign-framework signature (source_switch.h) is refused wherever it
+// lies, and writing such text is refused too. Each refusal by policy is a Violation; plain failures (no such file,
+// an `old` string that is not there) are errors the agent can fix and are not counted as violations. Violations
+// and reference reads are also appended, as they happen, to .metainfer/violations.jsonl and
+// .metainfer/reference_access.jsonl in the run directory, so an interrupted run keeps them.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agents/agent_role.h"
+#include "agents/source_switch.h"
+
+namespace mi::agents {
+
+struct SandboxConfig {
+  std::filesystem::path run_dir, ckb_dir;
+  std::vector<std::filesystem::path> reference_paths;
+  SourceSwitch source_switch = SourceSwitch::off;
+  double command_timeout_s = 600;
+  std::size_t max_output_bytes = 32 * 1024;   // run_command output kept (its tail)
+  std::size_t max_read_bytes = 256 * 1024;    // read_file answer
+  std::size_t max_search_hits = 60;
+};
+
+struct Violation {
+  std::string role, tool, path;
+  std::string rule;    // reference_path | foreign_signature | path_escape | protected_path | write_not_granted |
+                       // tool_not_granted
+  std::string detail;
+};
+
+struct ReferenceAccess {
+  std::string role, tool, path;
+};
+
+struct ToolOutcome {
+  bool ok = false;
+  bool violation = false;   // refused by policy (a Violation was recorded)
+  std::string output;       // what goes back to the model
+  bool edited = false;      // a file changed
+  long lines_added = 0, lines_removed = 0;
+};
+
+class ToolSandbox {
+ public:
+  explicit ToolSandbox(SandboxConfig config);
+
+  ToolOutcome call(const AgentRoleSpec& role, const std::string& tool, const nlohmann::json& arguments);
+
+  const std::vector<Violation>& violations() const { return violations_; }
+  const std::vector<ReferenceAccess>& reference_accesses() const { return accesses_; }
+  const SandboxConfig& config() const { return config_; }
+  // The evolution loop explores with the switch as configured and does everything else with it off.
+  void set_source_switch(SourceSwitch s) { config_.source_switch = s; }
+
+ private:
+  enum class Area { run, ckb, reference, outside };
+  struct Resolved {
+    std::filesystem::path path;
+    Area area = Area::outside;
+    std::string shown;  // how messages name it: relative to its area
+  };
+
+  Resolved resolve(const std::string& text) const;
+  ToolOutcome refuse(const AgentRoleSpec& role, const std::string& tool, const std::string& path, const std::string& rule,
+                     const std::string& detail);
+  // Read access to `r` for `role` (area + switch); on refusal fills `out` and returns false.
+  bool may_read(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out);
+  bool may_write(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out);
+  void log_access(const AgentRoleSpec& role, const std::string& tool, const Resolved& r);
+  // SWITCH=OFF content check; true when `text` may be handed over.
+  bool clean_content(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, std::string_view text, ToolOutcome& out);
+
+  ToolOutcome list_dir(const AgentRoleSpec& role, const nlohmann::json& a);
+  ToolOutcome read_file(const AgentRoleSpec& role, const nlohmann::json& a);
+  ToolOutcome search_ckb(const AgentRoleSpec& role, const nlohmann::json& a);
+  ToolOutcome write_file(const AgentRoleSpec& role, const nlohmann::json& a);
+  ToolOutcome edit_file(const AgentRoleSpec& role, const nlohmann::json& a);
+  ToolOutcome run_command(const AgentRoleSpec& role, const nlohmann::json& a);
+
+  SandboxConfig config_;
+  std::vector<std::filesystem::path> references_;  // canonical
+  std::vector<Violation> violations_;
+  std::vector<ReferenceAccess> accesses_;
+};
+
+}  // namespace mi::agents
