@@ -121,7 +121,16 @@ std::string value_as_json_text(const toml::node& node) {
     case toml::node_type::boolean: return *node.value_exact<bool>() ? "true" : "false";
     case toml::node_type::integer: return std::to_string(*node.value_exact<int64_t>());
     case toml::node_type::floating_point: return nlohmann::json(*node.value_exact<double>()).dump();
-    default: fail("unsupported TOML value type in CKB (expected a string, boolean or number)");
+    case toml::node_type::array: {  // e.g. a preset's rope_parameters.mrope_section = [11, 11, 10]
+      std::string out = "[";
+      bool first = true;
+      for (const auto& el : *node.as_array()) {
+        out += (first ? "" : ",") + value_as_json_text(el);
+        first = false;
+      }
+      return out + "]";
+    }
+    default: fail("unsupported TOML value type in CKB (expected a string, boolean, number or array of them)");
   }
 }
 

@@ -81,15 +81,26 @@ void write_json(const fs::path& file, const json& j) {
   if (!out) fail(file.string(), ": write failed (disk full?)");
 }
 
+// Sets cfg[a][b]... for a dotted key "a.b" (the families constrain nested fields such as rope_parameters.rope_type).
+void set_dotted(json& cfg, const std::string& key, const json& value) {
+  json* node = &cfg;
+  std::size_t start = 0;
+  for (std::size_t dot; (dot = key.find('.', start)) != std::string::npos; start = dot + 1) {
+    node = &(*node)[key.substr(start, dot - start)];
+    if (!node->is_object()) *node = json::object();
+  }
+  (*node)[key.substr(start)] = value;
+}
+
 json build_config(const ckb::Family& family, const std::map<std::string, std::string>& preset,
                   const std::string& dtype) {
   json cfg;
-  cfg["architectures"] = family.architectures;
+  cfg["architectures"] = {family.architectures.front()};  // the family's primary architecture (a wrapper's is another layout)
   cfg["model_type"] = family.model_types.empty() ? family.id : family.model_types.front();
   for (const auto& [key, value] : preset)
-    if (key.rfind("rope_scaling_", 0) != 0) cfg[key] = parse_value(value);
+    if (key.rfind("rope_scaling_", 0) != 0) set_dotted(cfg, key, parse_value(value));
   for (const auto& [key, value] : family.preset_defaults)
-    if (key.rfind("rope_scaling", 0) != 0 && key != "tokenizer") cfg[key] = parse_value(value);
+    if (key.rfind("rope_scaling", 0) != 0 && key != "tokenizer") set_dotted(cfg, key, parse_value(value));
   // Llama 3.1+ rope scaling: defaults from the family, factor from the preset.
   if (preset.count("rope_scaling_factor") && family.preset_defaults.count("rope_scaling_type")) {
     const auto& d = family.preset_defaults;
@@ -102,15 +113,19 @@ json build_config(const ckb::Family& family, const std::map<std::string, std::st
   } else {
     cfg["rope_scaling"] = nullptr;
   }
-  // Keys the family's [config] constrains get a covered value (the first allowed one).
+  // Keys the family's [config] constrains get a covered value (the first allowed one, unless the preset set it).
   for (const auto& [key, allowed] : family.config_allowed) {
-    if (key == "rope_scaling_types" || allowed.empty()) continue;
+    if (key == "rope_scaling_types" || allowed.empty() || preset.count(key)) continue;
     if (key == "layer_types") {
+      // A hybrid's pattern: every full_attention_interval-th layer is full attention (Qwen3.5 / Qwen3-Next), the
+      // others the family's first layer type; without an interval, every layer is the first allowed type.
+      const int interval = cfg.value("full_attention_interval", 0);
       cfg[key] = json::array();
-      for (int l = 0; l < cfg["num_hidden_layers"].get<int>(); ++l) cfg[key].push_back(parse_value(allowed.front()));
+      for (int l = 0; l < cfg["num_hidden_layers"].get<int>(); ++l)
+        cfg[key].push_back(interval > 0 && (l + 1) % interval == 0 ? json("full_attention") : parse_value(allowed.front()));
       continue;
     }
-    cfg[key] = parse_value(allowed.front());
+    set_dotted(cfg, key, parse_value(allowed.front()));
   }
   cfg["torch_dtype"] = dtype == "bf16" ? "bfloat16" : "float32";
   cfg["initializer_range"] = 0.02;

@@ -34,6 +34,27 @@ TEST(SynthModel, TinyQwen3IsDeterministicAndCovered) {
   EXPECT_EQ(metainfer({"plan", "--model", (dir / "a").string()}).exit_code, 0);
 }
 
+// A hybrid preset: layer_types from full_attention_interval (every 4th layer full attention), nested rope_parameters
+// with the M-RoPE sections, and a checkpoint plan covers as family qwen3_5.
+TEST(SynthModel, HybridQwen35PresetHasItsLayerPatternAndIsCovered) {
+  mi_test::TempDir dir("synth-hybrid");
+  const auto r = metainfer({"synth-model", "--family", "qwen3_5", "--preset", "tiny", "--seed", "3", "--no-tokenizer",
+                            "-o", (dir / "m").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json cfg = mi::read_json_file(dir / "m" / "config.json");
+  EXPECT_EQ(cfg.at("architectures"), nlohmann::json({"Qwen3_5ForCausalLM"}));
+  EXPECT_EQ(cfg.at("layer_types"),
+            nlohmann::json({"linear_attention", "linear_attention", "linear_attention", "full_attention"}));
+  EXPECT_EQ(cfg.at("rope_parameters").at("mrope_section"), nlohmann::json({2, 1, 1}));
+  EXPECT_EQ(cfg.at("rope_parameters").at("rope_type"), "default");
+  const auto plan = metainfer({"plan", "--model", (dir / "m").string(), "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.out;
+  EXPECT_EQ(nlohmann::json::parse(plan.out).at("model").at("family"), "qwen3_5");
+  const auto& q = mi::ckb::load(mi::ckb::default_ckb_dir()).find_family("qwen3_5")->presets;
+  EXPECT_EQ(q.at("0.8b").at("num_hidden_layers"), "24");
+  EXPECT_EQ(q.at("0.8b").at("rope_parameters.mrope_section"), "[11,11,10]");
+}
+
 TEST(SynthModel, PresetsCarryTheRealDimensions) {
   const mi::ckb::Ckb ckb = mi::ckb::load(mi::ckb::default_ckb_dir());
   const auto& q = ckb.find_family("qwen3")->presets;
