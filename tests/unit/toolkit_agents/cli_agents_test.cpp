@@ -114,7 +114,7 @@ TEST(AgentCli, EvolveIsEnteredOnlyWhenCoverageFails) {
   mi_test::ScriptedLlmServer server(json{{"steps", json::array({
       {{"expect", {{"system_contains", "exploration agent"}, {"body_contains", {"gated_deltanet", "inputs/plan.json"}}}},
        {"respond", {{"tool_calls", {call("r", "read_file", {{"path", "inputs/config.json"}})}}}}},
-      {{"expect", {{"body_contains", {"Qwen3NextForCausalLM"}}}}, {"respond", {{"text", "Read the config."}}}},
+      {{"expect", {{"body_contains", {"Qwen9HybridForCausalLM"}}}}, {"respond", {{"text", "Read the config."}}}},
   })}});
   const std::vector<std::string> llm = {"--contracts", contracts.string(), "--llm-url", server.base_url() + "/v1", "--llm-model", "scripted",
                                         "--llm-attempts", "1"};
@@ -124,9 +124,15 @@ TEST(AgentCli, EvolveIsEnteredOnlyWhenCoverageFails) {
   EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
   EXPECT_EQ(mi_test::last_json_line(c.out)["state"], "COVERED");
   EXPECT_TRUE(server.requests().empty());
-  // Not covered (qwen3_next): the plan's gaps brief the explorer, who can read the checkpoint's config; the script
-  // then runs out, so the round stops resumable.
-  std::vector<std::string> gap = {"agents", "evolve", "--work-dir", (dir / "w2").string(), "--model", mi_test::golden("qwen3_next-tiny").string()};
+  // Not covered (the qwen3_next-tiny weights under an architecture no family knows): the plan's gaps brief the
+  // explorer, who can read the checkpoint's config; the script then runs out, so the round stops resumable.
+  const fs::path unknown = dir / "unknown-arch";
+  fs::create_directories(unknown);
+  fs::copy_file(mi_test::golden("qwen3_next-tiny") / "model.safetensors", unknown / "model.safetensors");
+  json config = json::parse(std::ifstream(mi_test::golden("qwen3_next-tiny") / "config.json"));
+  config["architectures"] = {"Qwen9HybridForCausalLM"};
+  write(unknown / "config.json", config.dump(2));
+  std::vector<std::string> gap = {"agents", "evolve", "--work-dir", (dir / "w2").string(), "--model", unknown.string()};
   gap.insert(gap.end(), llm.begin(), llm.end());
   const auto g = mi_test::metainfer(gap, 60);
   EXPECT_EQ(g.exit_code, 1) << g.out << g.err;

@@ -50,7 +50,8 @@ TEST(SynthModel, HybridQwen35PresetHasItsLayerPatternAndIsCovered) {
   const auto plan = metainfer({"plan", "--model", (dir / "m").string(), "--json"});
   ASSERT_EQ(plan.exit_code, 0) << plan.out;
   EXPECT_EQ(nlohmann::json::parse(plan.out).at("model").at("family"), "qwen3_5");
-  const auto& q = mi::ckb::load(mi::ckb::default_ckb_dir()).find_family("qwen3_5")->presets;
+  const mi::ckb::Ckb ckb = mi::ckb::load(mi::ckb::default_ckb_dir());
+  const auto& q = ckb.find_family("qwen3_5")->presets;
   EXPECT_EQ(q.at("0.8b").at("num_hidden_layers"), "24");
   EXPECT_EQ(q.at("0.8b").at("rope_parameters.mrope_section"), "[11,11,10]");
 }
