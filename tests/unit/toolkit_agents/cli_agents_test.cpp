@@ -5,6 +5,7 @@
 
 #include "../toolkit_support.h"
 #include "agents/isolated_command.h"
+#include "agents_test_support.h"
 #include "scripted_llm_server.h"
 
 namespace {
@@ -12,17 +13,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-json call(const std::string& id, const std::string& name, json args) {
-  return {{"id", id}, {"name", name}, {"arguments", std::move(args)}};
-}
+using agents_test::call;
+using agents_test::slurp;
+using agents_test::write;
 
 TEST(AgentCli, ConverseRunsARoleAgainstAnAnthropicEndpointWithStreaming) {
   mi_test::TempDir dir("agents-cli");

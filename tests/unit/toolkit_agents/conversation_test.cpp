@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "agents_test_support.h"
 #include "../toolkit_support.h"
 #include "agents/conversation.h"
 #include "agents/run_metrics.h"
@@ -19,18 +20,9 @@ using nlohmann::json;
 const fs::path kRoles = fs::path(METAINFER_SOURCE_DIR) / "ckb" / "roles";
 const json kImplementerTools = {"list_dir", "read_file", "search_ckb", "write_file", "edit_file", "run_command"};
 
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-json call(const std::string& id, const std::string& name, json args) {
-  return {{"id", id}, {"name", name}, {"arguments", std::move(args)}};
-}
+using agents_test::call;
+using agents_test::slurp;
+using agents_test::write;
 
 BackendConfig backend_for(const std::string& provider, const mi_test::ScriptedLlmServer& s, bool stream) {
   BackendConfig c{provider, s.base_url() + (provider == "openai" ? "/v1" : ""), "scripted-model", "", stream, {}};

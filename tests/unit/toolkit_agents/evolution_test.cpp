@@ -9,6 +9,7 @@
 #include "agents/ckb_delta.h"
 #include "agents/evolution.h"
 #include "agents/isolated_command.h"
+#include "agents_test_support.h"
 #include "scripted_llm_server.h"
 
 namespace {
@@ -17,17 +18,9 @@ namespace fs = std::filesystem;
 using namespace mi::agents;
 using nlohmann::json;
 
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-json call(const std::string& id, const std::string& name, json args) {
-  return {{"id", id}, {"name", name}, {"arguments", std::move(args)}};
-}
+using agents_test::call;
+using agents_test::slurp;
+using agents_test::write;
 json tool_step(json expect, const std::string& name, json args) {
   return {{"expect", std::move(expect)}, {"respond", {{"tool_calls", {call("c", name, std::move(args))}}, {"usage", {{"input", 10}, {"output", 5}}}}}};
 }

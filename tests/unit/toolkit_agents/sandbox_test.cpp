@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "agents_test_support.h"
 #include "../toolkit_support.h"
 #include "agents/agent_role.h"
 #include "agents/isolated_command.h"
@@ -22,14 +23,8 @@ using nlohmann::json;
 
 const fs::path kRoles = fs::path(METAINFER_SOURCE_DIR) / "ckb" / "roles";
 
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using agents_test::slurp;
+using agents_test::write;
 
 // A run directory, a CKB, and a reference checkout beside them (not inside the run directory).
 struct World {

@@ -8,6 +8,7 @@
 #include "agents/isolated_command.h"
 #include "agents/protected_files.h"
 #include "agents/stage_loop.h"
+#include "agents_test_support.h"
 #include "scripted_llm_server.h"
 
 namespace {
@@ -16,17 +17,9 @@ namespace fs = std::filesystem;
 using namespace mi::agents;
 using nlohmann::json;
 
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-json call(const std::string& id, const std::string& name, json args) {
-  return {{"id", id}, {"name", name}, {"arguments", std::move(args)}};
-}
+using agents_test::call;
+using agents_test::slurp;
+using agents_test::write;
 
 const char* kGate = R"SH(if grep -q "return 2;" src/kernel.cpp 2>/dev/null; then echo "PASS"; exit 0; fi
 echo "FAIL: scale() must return 2; src/kernel.cpp is:"
