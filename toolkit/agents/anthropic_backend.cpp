@@ -156,12 +156,9 @@ ChatResponse AnthropicBackend::chat(const ChatRequest& request) {
   const std::string where = "POST " + config_.base_url + "/v1/messages";
 
   if (!stream) {
-    const HttpResult r = http_.post("/v1/messages", headers, body);
-    if (r.status != 200) fail(where, ": ", describe_http_failure(r), " (after ", r.attempts, " attempt", r.attempts == 1 ? "" : "s", ")");
-    const json j = json::parse(r.body, nullptr, false);
-    if (j.is_discarded()) fail(where, ": response is not JSON: ", r.body.substr(0, 300));
-    ChatResponse out = parse_anthropic_response(j);
-    out.http_attempts = r.attempts;
+    int attempts = 0;
+    ChatResponse out = parse_anthropic_response(json::parse(post_for_json_text(http_, "/v1/messages", headers, body, where, attempts)));
+    out.http_attempts = attempts;
     return out;
   }
 

@@ -160,4 +160,16 @@ HttpResult HttpTransport::post(const std::string& path, const std::map<std::stri
   }
 }
 
+std::string post_for_json_text(HttpTransport& http, const std::string& path,
+                               const std::map<std::string, std::string>& headers, const std::string& body,
+                               const std::string& where, int& attempts) {
+  const HttpResult r = http.post(path, headers, body);
+  attempts = r.attempts;
+  if (r.status != 200)
+    fail(where, ": ", describe_http_failure(r), " (after ", r.attempts, " attempt", r.attempts == 1 ? "" : "s", ")");
+  if (nlohmann::json::parse(r.body, nullptr, false).is_discarded())
+    fail(where, ": response is not JSON: ", r.body.substr(0, 300));
+  return r.body;
+}
+
 }  // namespace mi::agents

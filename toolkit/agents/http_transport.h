@@ -67,4 +67,11 @@ class HttpTransport {
 // "HTTP 500: <error.message of the JSON body, or its first bytes>"
 std::string describe_http_failure(const HttpResult& r);
 
+// A non-streamed call both APIs share: POST, then the 200 body as JSON. mi::Error naming `where` (e.g.
+// "POST https://host/v1/messages") and the attempts for a non-200 or a body that is not JSON. `attempts` gets the
+// number of attempts made.
+std::string post_for_json_text(HttpTransport& http, const std::string& path,
+                               const std::map<std::string, std::string>& headers, const std::string& body,
+                               const std::string& where, int& attempts);
+
 }  // namespace mi::agents
