@@ -102,27 +102,28 @@ fs::path export_skill(const fs::path& dir, const fs::path& ckb_dir, const fs::pa
   for (const auto& r : roles) write_file(root / "references" / "roles" / (r.id + ".md"), role_reference(r));
 
   const fs::path bin = metainfer_binary;
-  write_file(root / "scripts" / "coverage.sh",
-             script("Coverage detection: exit 0 covered, 3 not covered (the gaps are printed).", "coverage.sh [CONSTRAINTS.toml] [--model DIR] [--json]",
-                    "exec \"$METAINFER\" plan \"$@\"", bin), true);
-  write_file(root / "scripts" / "generate.sh",
-             script("Generate, build and gate an engine from the CKB (exit 0 only when verified).", "generate.sh CONSTRAINTS.toml -o ENGINE_DIR [flags]",
-                    "exec \"$METAINFER\" generate \"$@\"", bin), true);
-  write_file(root / "scripts" / "verify.sh",
-             script("The gate runner: the only judge of PASS or FAIL.", "verify.sh ENGINE_DIR [--only GATE] [--json]",
-                    "exec \"$METAINFER\" verify \"$@\"", bin), true);
-  write_file(root / "scripts" / "ckb-check.sh",
-             script("Lint the CKB (a staged delta must not add errors).", "ckb-check.sh [--ckb DIR]",
-                    "exec \"$METAINFER\" ckb check \"$@\"", bin), true);
-  write_file(root / "scripts" / "protect.sh",
-             script("Hash the run directory's test contracts and gate scripts (before any implementer acts).", "protect.sh RUN_DIR",
-                    "exec \"$METAINFER\" agents protect --run-dir \"$1\"", bin), true);
-  write_file(root / "scripts" / "check-protected.sh",
-             script("Before every gate: fail if a protected file changed since protect.sh.", "check-protected.sh RUN_DIR",
-                    "exec \"$METAINFER\" agents protect --run-dir \"$1\" --check", bin), true);
-  write_file(root / "scripts" / "agents.sh",
-             script("The roles run by metainfer's own orchestrator and tool sandbox.", "agents.sh converse|stage|evolve [flags]",
-                    "exec \"$METAINFER\" agents \"$@\"", bin), true);
+  // Each script: file, what it is for, its usage line, the command it runs.
+  struct Script {
+    const char *file, *purpose, *usage, *command;
+  };
+  const Script scripts[] = {
+      {"coverage.sh", "Coverage detection: exit 0 covered, 3 not covered (the gaps are printed).",
+       "coverage.sh [CONSTRAINTS.toml] [--model DIR] [--json]", "exec \"$METAINFER\" plan \"$@\""},
+      {"generate.sh", "Generate, build and gate an engine from the CKB (exit 0 only when verified).",
+       "generate.sh CONSTRAINTS.toml -o ENGINE_DIR [flags]", "exec \"$METAINFER\" generate \"$@\""},
+      {"verify.sh", "The gate runner: the only judge of PASS or FAIL.", "verify.sh ENGINE_DIR [--only GATE] [--json]",
+       "exec \"$METAINFER\" verify \"$@\""},
+      {"ckb-check.sh", "Lint the CKB (a staged delta must not add errors).", "ckb-check.sh [--ckb DIR]",
+       "exec \"$METAINFER\" ckb check \"$@\""},
+      {"protect.sh", "Hash the run directory's test contracts and gate scripts (before any implementer acts).",
+       "protect.sh RUN_DIR", "exec \"$METAINFER\" agents protect --run-dir \"$1\""},
+      {"check-protected.sh", "Before every gate: fail if a protected file changed since protect.sh.",
+       "check-protected.sh RUN_DIR", "exec \"$METAINFER\" agents protect --run-dir \"$1\" --check"},
+      {"agents.sh", "The roles run by metainfer's own orchestrator and tool sandbox.",
+       "agents.sh converse|stage|evolve [flags]", "exec \"$METAINFER\" agents \"$@\""},
+  };
+  for (const Script& sc : scripts)
+    write_file(root / "scripts" / sc.file, script(sc.purpose, sc.usage, sc.command, bin), true);
   return root;
 }
 

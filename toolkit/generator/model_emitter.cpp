@@ -323,9 +323,7 @@ int64_t config_int(const nlohmann::json& text, const std::string& term) {
 }
 
 // partial_rotary_factor (top level or in rope_parameters) x head_dim; head_dim when absent.
-int rotary_dim(const coverage::Plan& plan) {
-  const nlohmann::json root = root_config(plan);
-  const nlohmann::json& text = io::text_config_of(root);
+int rotary_dim(const coverage::Plan& plan, const nlohmann::json& text) {
   double factor = 1.0;
   if (auto it = text.find("partial_rotary_factor"); it != text.end() && it->is_number()) factor = it->get<double>();
   else if (auto rp = text.find("rope_parameters"); rp != text.end() && rp->is_object())
@@ -377,9 +375,7 @@ bool uses_dims(const std::vector<KindUse>& uses, const std::string& group) {
 }
 
 // Dimensions beyond the dense ones, for the layer kinds this engine has (engine_config.h).
-std::string extra_dims(const ckb::Family& family, const coverage::Plan& plan) {
-  const nlohmann::json root = root_config(plan);
-  const nlohmann::json& text = io::text_config_of(root);
+std::string extra_dims(const ckb::Family& family, const coverage::Plan& plan, const nlohmann::json& text) {
   const auto uses = kinds_in_use(family, text, plan.config->num_hidden_layers);
   std::ostringstream o;
   if (uses_dims(uses, "gdn")) {
@@ -444,8 +440,9 @@ std::string camel(const std::string& id) {
 std::string emit_engine_config(const ckb::Family& family, const coverage::Plan& plan, const EmitOptions& options) {
   const io::ModelConfig& c = *plan.config;
   // The generation-time config.json, sorted (nlohmann::json objects are ordered maps): deterministic for the same input.
-  const nlohmann::json relevant =
-      io::computation_relevant_config(read_json_file(plan.constraints.model / "config.json"), family.config_ignored);
+  const nlohmann::json root = root_config(plan);  // read once: the relevant fields, rotary and layer-kind dims
+  const nlohmann::json& text = io::text_config_of(root);
+  const nlohmann::json relevant = io::computation_relevant_config(root, family.config_ignored);
   const std::string config_json = relevant.dump(2, ' ', true);
   const std::string ignored_json = nlohmann::json(family.config_ignored).dump(-1, ' ', true);
   const std::string raw_delimiter = "MICONFIG";
@@ -474,8 +471,8 @@ std::string emit_engine_config(const ckb::Family& family, const coverage::Plan& 
       {"@THETA@", fmt_double(c.rope_theta)},
       {"@TIED@", c.tie_word_embeddings ? "true" : "false"},
       {"@ROPE_SCALING@", c.rope_scaling ? "true" : "false"},
-      {"@ROTARY_DIM@", std::to_string(rotary_dim(plan))},
-      {"@EXTRA_DIMS@", extra_dims(family, plan)},
+      {"@ROTARY_DIM@", std::to_string(rotary_dim(plan, text))},
+      {"@EXTRA_DIMS@", extra_dims(family, plan, text)},
       {"@THREADS@", std::to_string(plan.threads)},
       {"@MAX_BATCH@", std::to_string(plan.constraints.max_batch)},
       {"@MAX_CONTEXT@", std::to_string(plan.constraints.max_context)},
