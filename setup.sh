@@ -25,13 +25,14 @@ done
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 # ---- 1. Debian packages --------------------------------------------------------------------------------------
+# clang-format: the generator formats the C++ it writes with the committed .clang-format.
 # libcpp-httplib-dev: the HTTP server of engines generated for runtime.mode = "serve", and the HTTP client of
 # `metainfer serve-bench` (toolkit/servebench/).
 # bubblewrap, strace and GNU time: the gates run the engine under test in its own namespaces, audit the paths
 # it names, and measure its peak memory from its parent (toolkit/gates/sandbox.h).
 APT_PACKAGES=(g++ cmake ninja-build pkg-config ccache nodejs npm bubblewrap strace time
               nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libutf8proc-dev libssl-dev libgtest-dev
-              libcpp-httplib-dev)
+              libcpp-httplib-dev clang-format)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,6 +4,8 @@
 //                   [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R] [--seed S]
 //                   [--stop S]... [--mode precise|fast] [--threads N] [--json]
 //   ENGINE chat --model DIR [--max-new-tokens N] [sampling flags] [--stop S]... [--mode ...] [--threads N]
+//   (`chat` and `--chat` only in engines generated with runtime.chat = true: engine/chat_commands.h; the others
+//   refuse them with exit 2 and say how to get them)
 //   ENGINE score --model DIR --prompt-ids 1,2,3 --logits-out FILE [--mode precise|fast] [--threads N]
 //                [--prefill-chunk N]      (teacher-forced logits of every position, raw little-endian f32 [n, vocab])
 //   ENGINE bench --model DIR [--matrix paper|quick] [--runs N] [--threads T] [--batch 1,2,4,8] [--max-batch B]
@@ -40,7 +42,6 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "chat/chat_template.h"
 #include "io/model_config.h"
 #include "common/error.h"
 #include "common/output_check.h"
@@ -48,7 +49,6 @@
 #include "engine/generation.h"
 #include "engine/model_interface.h"
 #include "runtime/sampler.h"
-#include "runtime/scheduler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mi::engine {
@@ -87,6 +87,17 @@ struct NoExtraCommands {
   static std::vector<ExtraCommand> add(CLI::App&, const EngineInfo&, std::ostream&, std::ostream&) {
     return {};
   }
+};
+
+// Why `chat` and `--chat` are refused by an engine built without the chat template interpreter.
+inline constexpr const char* kNoChatMessage =
+    "this engine has no chat template interpreter (it was generated without runtime.chat = true); give the prompt as "
+    "plain text with --prompt, or regenerate the engine with `chat = true` in [runtime] (or --chat on)";
+
+// The chat support of an engine whose constraints do not ask for chat: `chat` and `--chat` are refused with
+// kNoChatMessage (exit 2). Engines with chat name engine/chat_commands.h's ChatTemplateCommands instead.
+struct NoChat {
+  static constexpr bool available = false;
 };
 
 // Generated tokens when --max-new-tokens is not given (capped by what is left of max_context).
@@ -241,15 +252,6 @@ inline tok::Tokenizer load_tokenizer(const std::string& model_dir) {
   }
 }
 
-inline std::string render_chat(const chat::ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
-                               const std::string& model_dir) {
-  try {
-    return tmpl.render(messages, nullptr, true, nlohmann::ordered_json::object());
-  } catch (const std::exception& e) {
-    throw UsageError(naming_file(e.what(), std::filesystem::path(model_dir) / "tokenizer_config.json"));
-  }
-}
-
 inline RuntimeOptions runtime_options(const Options& o, const EngineInfo& info) {
   RuntimeOptions r;
   r.threads = o.threads;
@@ -260,13 +262,8 @@ inline RuntimeOptions runtime_options(const Options& o, const EngineInfo& info) 
   return r;
 }
 
-inline runtime::SchedulerLimits scheduler_limits(const EngineInfo& info, const Options& o) {
-  runtime::SchedulerLimits l;
-  l.max_batch = 1;
-  l.max_context = info.max_context;
-  l.kv_block_size = info.kv_block_size;
-  l.chunked_prefill = o.prefill_chunk > 0 ? o.prefill_chunk : info.chunked_prefill;
-  return l;
+inline GenerationLimits generation_limits(const EngineInfo& info, const Options& o) {
+  return {info.max_context, o.prefill_chunk > 0 ? o.prefill_chunk : info.chunked_prefill};
 }
 
 inline void check_ids(const std::vector<int32_t>& ids, int vocab_size) {
@@ -312,9 +309,10 @@ inline std::string dump_json(const nlohmann::ordered_json& j) {
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-template <EngineModel M>
+template <EngineModel M, class Chat>
 int run_generate(const EngineInfo& info, const Options& o, std::ostream& out) {
   const bool text_prompt = !o.use_prompt_ids;
+  if (o.chat_format && !Chat::available) usage_fail("--chat: ", kNoChatMessage);
   if (o.use_prompt_ids && o.chat_format)
     usage_fail("--chat wraps a text --prompt in the chat template; it cannot be used with --prompt-ids");
   std::vector<int32_t> prompt_ids;
@@ -327,23 +325,7 @@ int run_generate(const EngineInfo& info, const Options& o, std::ostream& out) {
   if (tokenizer_needed || has_tokenizer(o.model_dir)) tokenizer.emplace(load_tokenizer(o.model_dir));
   if (text_prompt) {
     if (o.chat_format) {
-      chat::ChatTemplate tmpl = [&] {
-        try {
-          return chat::ChatTemplate::load(o.model_dir);
-        } catch (const Error& e) {
-          throw UsageError(std::string("--chat needs the checkpoint's chat template: ") + e.what());
-        }
-      }();
-      nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-      messages.push_back({{"role", "user"}, {"content", o.prompt}});
-      // The template writes every special token itself (BOS included), so no post-processor here, as in
-      // transformers' apply_chat_template(tokenize=True).
-      const std::string rendered = render_chat(tmpl, messages, o.model_dir);
-      try {
-        prompt_ids = tokenizer->encode(rendered, false);
-      } catch (const Error& e) {
-        throw UsageError(std::string("--prompt: ") + e.what());
-      }
+      if constexpr (Chat::available) prompt_ids = Chat::encode_user_prompt(o.model_dir, *tokenizer, o.prompt);
     } else {
       try {
         prompt_ids = tokenizer->encode(o.prompt, true);
@@ -367,13 +349,13 @@ int run_generate(const EngineInfo& info, const Options& o, std::ostream& out) {
   bool first_id = true;
   if (!o.json) {
     if (tokenizer) {
-      callbacks.on_text = [&](std::size_t, std::string_view text) {
+      callbacks.on_text = [&](std::string_view text) {
         errno = 0;
         out << text << std::flush;
         check_output(out, errno);
       };
     } else {
-      callbacks.on_token = [&](std::size_t, int32_t id) {
+      callbacks.on_token = [&](int32_t id) {
         errno = 0;
         out << (first_id ? "" : ",") << id << std::flush;
         check_output(out, errno);
@@ -381,8 +363,7 @@ int run_generate(const EngineInfo& info, const Options& o, std::ostream& out) {
       };
     }
   }
-  const GenerationResult r =
-      generate(model, tokenizer ? &*tokenizer : nullptr, scheduler_limits(info, o), {request}, callbacks).front();
+  const GenerationResult r = generate(model, tokenizer ? &*tokenizer : nullptr, generation_limits(info, o), request, callbacks);
   if (!o.json) {
     out << "\n" << std::flush;
     return 0;
@@ -516,63 +497,11 @@ int run_bench(const EngineInfo& info, const Options& o, BenchSettings bs, const 
   return 0;
 }
 
-template <EngineModel M>
-int run_chat(const EngineInfo& info, const Options& o, std::istream& in, std::ostream& out, std::ostream& err) {
-  require_tokenizer(o.model_dir, "chat");
-  const tok::Tokenizer tokenizer = load_tokenizer(o.model_dir);
-  chat::ChatTemplate tmpl = [&] {
-    try {
-      return chat::ChatTemplate::load(o.model_dir);
-    } catch (const Error& e) {
-      throw UsageError(std::string("chat needs the checkpoint's chat template: ") + e.what());
-    }
-  }();
-  M model = load_model<M>(o.model_dir, runtime_options(o, info));
-  const bool interactive = &in == &std::cin && ::isatty(STDIN_FILENO);
-
-  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  std::string line;
-  while (true) {
-    if (interactive) out << "> " << std::flush;
-    if (!std::getline(in, line)) break;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line == "/exit") break;
-    if (line.empty()) continue;
-    messages.push_back({{"role", "user"}, {"content", line}});
-    const std::string rendered = render_chat(tmpl, messages, o.model_dir);
-    GenerationRequest request;
-    try {
-      request.prompt_ids = tokenizer.encode(rendered, false);
-    } catch (const Error& e) {
-      throw UsageError(std::string("chat input: ") + e.what());
-    }
-    request.sampling = o.sampling;
-    request.stop = o.stop;
-    try {
-      request.max_new_tokens = budget(o, info, request.prompt_ids.size());
-    } catch (const UsageError& e) {
-      throw UsageError(std::string("the conversation no longer fits: ") + e.what() + "; start a new chat");
-    }
-    GenerationCallbacks callbacks;
-    callbacks.on_text = [&](std::size_t, std::string_view text) {
-      errno = 0;
-      out << text << std::flush;
-      check_output(out, errno);
-    };
-    const GenerationResult r = generate(model, &tokenizer, scheduler_limits(info, o), {request}, callbacks).front();
-    errno = 0;
-    out << "\n" << std::flush;
-    check_output(out, errno);
-    messages.push_back({{"role", "assistant"}, {"content", r.text}});
-  }
-  return 0;
-}
-
 }  // namespace cli_detail
 
 // Parses the command line and runs it; returns the process exit status. Output goes to `out`, messages to `err`,
 // chat turns are read from `in`. run_engine_cli below adds the final check of `out`.
-template <EngineModel M, class Extras = NoExtraCommands>
+template <EngineModel M, class Extras = NoExtraCommands, class Chat = NoChat>
 int run_engine_cli_unchecked(const EngineInfo& info, int argc, const char* const* argv, std::istream& in,
                              std::ostream& out, std::ostream& err) {
   using namespace cli_detail;
@@ -592,10 +521,13 @@ int run_engine_cli_unchecked(const EngineInfo& info, int argc, const char* const
   CLI::Option* prompt = gen->add_option("--prompt", o.prompt, "prompt text (needs tokenizer.json)");
   CLI::Option* prompt_ids = gen->add_option("--prompt-ids", o.prompt_ids, "prompt as token ids: 1,2,3 (fed as given)");
   prompt->excludes(prompt_ids);
-  gen->add_flag("--chat", o.chat_format, "wrap --prompt as a user message in the model's chat template");
+  gen->add_flag("--chat", o.chat_format,
+                std::string("wrap --prompt as a user message in the model's chat template") +
+                    (Chat::available ? "" : " (not in this engine: generated without runtime.chat)"));
   gen->add_flag("--json", o.json, "print one JSON object with ids, text, finish reason and timings");
 
-  CLI::App* chat = app.add_subcommand("chat", "interactive multi-turn chat on stdin/stdout (/exit or EOF ends it)");
+  CLI::App* chat = app.add_subcommand("chat", std::string("interactive multi-turn chat on stdin/stdout (/exit or EOF ends it)") +
+                                                  (Chat::available ? "" : " (not in this engine: generated without runtime.chat)"));
   add_common_flags(*chat, o);
 
   CLI::App* score = app.add_subcommand("score", "teacher-forced logits of every position of --prompt-ids (f32 file)");
@@ -660,11 +592,15 @@ int run_engine_cli_unchecked(const EngineInfo& info, int argc, const char* const
       if (prompt_ids->count() > 0 && o.prompt_ids.empty()) usage_fail("--prompt-ids: no ids given");
       if (prompt->count() > 0 && o.prompt.empty()) usage_fail("--prompt: the prompt is empty");
       o.use_prompt_ids = prompt_ids->count() > 0;
-      return run_generate<M>(info, o, out);
+      return run_generate<M, Chat>(info, o, out);
     }
     if (chat->parsed()) {
-      check_common(o, info);
-      return run_chat<M>(info, o, in, out, err);
+      if constexpr (!Chat::available) {
+        usage_fail("chat: ", kNoChatMessage);
+      } else {
+        check_common(o, info);
+        return Chat::template run<M>(info, o, in, out, err);
+      }
     }
     err << app.help();
     return 2;
@@ -682,10 +618,10 @@ int run_engine_cli_unchecked(const EngineInfo& info, int argc, const char* const
 
 // The command line with its output checked: everything written to `out` must reach it (flushed at the end), else
 // "cannot write to standard output" and exit 1 (a failure reported during the run keeps its own status).
-template <EngineModel M, class Extras = NoExtraCommands>
+template <EngineModel M, class Extras = NoExtraCommands, class Chat = NoChat>
 int run_engine_cli(const EngineInfo& info, int argc, const char* const* argv, std::istream& in, std::ostream& out,
                    std::ostream& err) {
-  const int status = run_engine_cli_unchecked<M, Extras>(info, argc, argv, in, out, err);
+  const int status = run_engine_cli_unchecked<M, Extras, Chat>(info, argc, argv, in, out, err);
   errno = 0;
   out.flush();
   if (out || status != 0) return status;
@@ -695,9 +631,9 @@ int run_engine_cli(const EngineInfo& info, int argc, const char* const* argv, st
   return kExitOutputFailure;
 }
 
-template <EngineModel M, class Extras = NoExtraCommands>
+template <EngineModel M, class Extras = NoExtraCommands, class Chat = NoChat>
 int run_engine_cli(const EngineInfo& info, int argc, const char* const* argv) {
-  return run_engine_cli<M, Extras>(info, argc, argv, std::cin, std::cout, std::cerr);
+  return run_engine_cli<M, Extras, Chat>(info, argc, argv, std::cin, std::cout, std::cerr);
 }
 
 }  // namespace mi::engine

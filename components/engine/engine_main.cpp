@@ -1,6 +1,6 @@
 // The generated engine's entry point: the shared command line (engine/cli.h) instantiated with this engine's
-// Model (model.h, generated), the extra commands its constraints ask for (engine_features.h, generated, e.g.
-// `serve`) and build facts (engine_config.h, generated; METAINFER_MANIFEST_SHA256 and
+// Model (model.h, generated), the extra commands and chat support its constraints ask for (engine_features.h,
+// generated: `serve`, `chat`) and build facts (engine_config.h, generated; METAINFER_MANIFEST_SHA256 and
 // METAINFER_VERSION, defined by the engine's build).
 #include "common/output_check.h"
 #include "engine/cli.h"
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   info.vocab_size = cfg::kVocabSize;
   info.fast_numerics_default = cfg::kFastNumericsDefault;
   info.weight_dtype = cfg::kWeightDtype;
-  const int status = mi::engine::run_engine_cli<engine::Model, engine::ExtraCommands>(info, argc, argv);
+  const int status = mi::engine::run_engine_cli<engine::Model, engine::ExtraCommands, engine::ChatCommands>(info, argc, argv);
   // run_engine_cli reported a failed stdout already when status != 0; this catches what only the final flush sees.
   return status != 0 ? status : mi::finish_standard_output(cfg::kEngineName, status);
 }

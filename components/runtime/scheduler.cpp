@@ -16,17 +16,6 @@ const char* to_string(RequestState state) {
   return "?";
 }
 
-const char* to_string(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::none: return "none";
-    case FinishReason::eos: return "eos";
-    case FinishReason::stop: return "stop";
-    case FinishReason::length: return "length";
-    case FinishReason::cancelled: return "cancelled";
-  }
-  return "?";
-}
-
 Scheduler::Scheduler(const SchedulerLimits& limits) : limits_(limits) {
   if (limits_.max_batch <= 0) fail("scheduler: max_batch must be positive, got ", limits_.max_batch);
   if (limits_.max_context <= 0) fail("scheduler: max_context must be positive, got ", limits_.max_context);

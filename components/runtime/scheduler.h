@@ -32,6 +32,8 @@
 #include <span>
 #include <vector>
 
+#include "runtime/finish_reason.h"
+
 namespace mi::runtime {
 
 struct SchedulerLimits {
@@ -49,9 +51,7 @@ struct Request {
 };
 
 enum class RequestState { waiting, prefilling, decoding, finished };
-enum class FinishReason { none, eos, stop, length, cancelled };
 const char* to_string(RequestState state);
-const char* to_string(FinishReason reason);  // "none", "eos", "stop", "length", "cancelled"
 
 struct RequestStatus {
   RequestState state = RequestState::waiting;

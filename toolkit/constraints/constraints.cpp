@@ -17,7 +17,7 @@ const std::map<std::string, std::set<std::string>>& schema() {
       {"model", {"path"}},
       {"platform", {"name", "dtype", "threads"}},
       {"parallel", {"tensor_parallel"}},
-      {"runtime", {"mode", "numerics", "max_batch", "max_context", "kv_block_size", "prefix_cache", "chunked_prefill"}},
+      {"runtime", {"mode", "numerics", "max_batch", "max_context", "kv_block_size", "prefix_cache", "chat", "chunked_prefill"}},
       {"targets", {"ttft_ms", "tpot_ms", "throughput_tok_s", "memory_mb"}},
       {"tuning", {}},  // free keys: kernel parameters (validate() checks the form, coverage the platform)
   };
@@ -116,6 +116,7 @@ nlohmann::json Constraints::to_json() const {
           {"max_context", max_context},
           {"kv_block_size", kv_block_size},
           {"prefix_cache", prefix_cache},
+          {"chat", wants_chat()},
           {"chunked_prefill", chunked_prefill},
           {"targets",
            {{"ttft_ms", targets.ttft_ms},
@@ -177,6 +178,11 @@ Constraints load_file(const fs::path& file) {
   r.read("runtime", "max_context", c.max_context);
   r.read("runtime", "kv_block_size", c.kv_block_size);
   r.read("runtime", "prefix_cache", c.prefix_cache);
+  if (r.node("runtime", "chat")) {
+    bool chat = false;
+    r.read("runtime", "chat", chat);
+    c.chat = chat;
+  }
   r.read("runtime", "chunked_prefill", c.chunked_prefill);
   r.read("targets", "ttft_ms", c.targets.ttft_ms);
   r.read("targets", "tpot_ms", c.targets.tpot_ms);
@@ -199,6 +205,7 @@ void add_override_options(CLI::App* cmd, Overrides& o) {
   cmd->add_option("--max-context", o.max_context, "tokens per sequence (runtime.max_context)");
   cmd->add_option("--kv-block-size", o.kv_block_size, "tokens per KV-cache block (runtime.kv_block_size)");
   cmd->add_option("--prefix-cache", o.prefix_cache, "on | off (runtime.prefix_cache)");
+  cmd->add_option("--chat", o.chat, "on | off: the chat template interpreter (runtime.chat; default on for serve)");
   cmd->add_option("--chunked-prefill", o.chunked_prefill, "prefill chunk in tokens, 0 = off (runtime.chunked_prefill)");
   cmd->add_option("--ttft-ms", o.ttft_ms, "target time to first token (targets.ttft_ms)");
   cmd->add_option("--tpot-ms", o.tpot_ms, "target time per output token (targets.tpot_ms)");
@@ -221,6 +228,7 @@ Constraints resolve(const std::optional<fs::path>& file, const Overrides& o) {
   if (o.max_context) c.max_context = *o.max_context;
   if (o.kv_block_size) c.kv_block_size = *o.kv_block_size;
   if (o.prefix_cache) c.prefix_cache = parse_on_off("--prefix-cache", *o.prefix_cache);
+  if (o.chat) c.chat = parse_on_off("--chat", *o.chat);
   if (o.chunked_prefill) c.chunked_prefill = *o.chunked_prefill;
   if (o.ttft_ms) c.targets.ttft_ms = *o.ttft_ms;
   if (o.tpot_ms) c.targets.tpot_ms = *o.tpot_ms;
@@ -228,7 +236,7 @@ Constraints resolve(const std::optional<fs::path>& file, const Overrides& o) {
   if (o.memory_mb) c.targets.memory_mb = *o.memory_mb;
   if (o.tuning) c.tuning = *o.tuning;
   if (file && (o.model || o.platform || o.dtype || o.threads || o.tensor_parallel || o.mode || o.numerics ||
-               o.max_batch || o.max_context || o.kv_block_size || o.prefix_cache || o.chunked_prefill))
+               o.max_batch || o.max_context || o.kv_block_size || o.prefix_cache || o.chat || o.chunked_prefill))
     c.source += " + command line";
   validate(c);
   return c;
@@ -248,6 +256,9 @@ void validate(const Constraints& c) {
   check_one_of(s, "runtime.numerics", c.numerics, {"precise", "fast"});
   check_range(s, "runtime.max_batch", c.max_batch, 1, 4096);
   check_range(s, "runtime.max_context", c.max_context, 0, 1 << 24);
+  if (c.mode == "serve" && c.chat == false)
+    fail(s, ": field 'runtime.chat': false, but runtime mode serve answers POST /v1/chat/completions with the chat "
+         "template; leave chat unset (or true) for serve");
   check_range(s, "runtime.kv_block_size", c.kv_block_size, 1, 4096);
   if ((c.kv_block_size & (c.kv_block_size - 1)) != 0)
     fail(s, ": field 'runtime.kv_block_size': expected a power of two, got ", c.kv_block_size);

@@ -32,6 +32,9 @@ struct Constraints {
   int max_context = 0;              // tokens per sequence (prompt + generated); 0 = min(4096, the model's maximum)
   int kv_block_size = 16;
   bool prefix_cache = false;
+  // The chat template interpreter (`chat`, `generate --chat`): not set = on for serve (POST /v1/chat/completions),
+  // off otherwise. Use wants_chat().
+  std::optional<bool> chat;
   int chunked_prefill = 0;          // 0 = whole prompt in one step; else tokens per prefill chunk
   Targets targets;
   // Kernel parameters fixed at build time ([tuning]: NAME = integer), each declared by the platform's [[tuning]]
@@ -39,19 +42,21 @@ struct Constraints {
   std::map<std::string, int> tuning;
   std::string source;               // where the constraints came from (file path or "command line")
 
+  bool wants_chat() const { return chat.value_or(mode == "serve"); }
+
   nlohmann::json to_json() const;
 };
 
 // Command-line overrides: each set field replaces the file's value.
 struct Overrides {
-  std::optional<std::string> model, platform, dtype, mode, numerics, prefix_cache;
+  std::optional<std::string> model, platform, dtype, mode, numerics, prefix_cache, chat;
   std::optional<int> threads, tensor_parallel, max_batch, max_context, kv_block_size, chunked_prefill;
   std::optional<double> ttft_ms, tpot_ms, throughput_tok_s, memory_mb;
   std::optional<std::map<std::string, int>> tuning;  // replaces the file's [tuning] table as a whole
 };
 
 // Adds --model, --platform, --dtype, --threads, --tp, --mode, --numerics, --max-batch, --max-context,
-// --kv-block-size, --prefix-cache, --chunked-prefill, --ttft-ms, --tpot-ms, --throughput, --memory-mb to `cmd`.
+// --kv-block-size, --prefix-cache, --chat, --chunked-prefill, --ttft-ms, --tpot-ms, --throughput, --memory-mb to `cmd`.
 void add_override_options(CLI::App* cmd, Overrides& overrides);
 
 // Parses a constraints file (TOML). Relative model paths are relative to the file's directory.

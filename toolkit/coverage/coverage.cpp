@@ -474,10 +474,12 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
   std::vector<std::pair<std::string, std::string>> required;  // contract, why
   if (family)
     for (const auto& r : family->requires_contracts) required.push_back({r, "family " + family->id});
-  for (const char* r : {"sampler", "scheduler", "engine_cli"}) required.push_back({r, "runtime mode " + c.mode});
+  for (const char* r : {"sampler", "engine_cli"}) required.push_back({r, "runtime mode " + c.mode});
+  required.push_back({"bench", "every engine measures itself (`metainfer bench` drives ENGINE bench)"});
+  // The command line runs one request at a time (engine/generation.h); only the server keeps several in flight.
+  if (c.mode == "serve") required.push_back({"scheduler", "runtime mode serve"});
   if (plan.dtype == "int8") required.push_back({"int8_weights", "platform.dtype = int8"});
   if (c.mode == "serve") required.push_back({"server", "runtime mode serve"});
-  if (c.mode == "bench") required.push_back({"bench", "runtime mode bench"});
   plan.tokenizer_present = fs::exists(c.model / "tokenizer.json");
   if (plan.tokenizer_present) {
     required.push_back({"tokenizer", "tokenizer.json present"});
@@ -487,9 +489,20 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
       plan.chat_template_present = tcj.is_object() && tcj.contains("chat_template") && !tcj["chat_template"].is_null();
     }
     if (!plan.chat_template_present && fs::exists(c.model / "chat_template.jinja")) plan.chat_template_present = true;
-    if (plan.chat_template_present) required.push_back({"chat_template", "chat template present"});
   } else {
     plan.notes.push_back("no tokenizer files (tokenizer.json): the engine works on token ids only (--prompt-ids)");
+  }
+  // Chat is decided by the constraints, not by what this checkpoint carries: the template is read at run time from
+  // the checkpoint the engine is given (an instruct variant of the same shape may carry one).
+  plan.chat = c.wants_chat();
+  if (plan.chat) {
+    required.push_back({"chat_template", c.chat ? "runtime.chat" : "runtime mode serve"});
+    if (!plan.chat_template_present)
+      plan.notes.push_back("runtime.chat is on but this checkpoint has no chat template (tokenizer_config.json "
+                           "\"chat_template\" or chat_template.jinja): `chat` and --chat need a checkpoint that carries one");
+  } else if (plan.chat_template_present) {
+    plan.notes.push_back("the checkpoint has a chat template, but runtime.chat is off: the engine carries no chat "
+                         "template interpreter (`chat` and `--chat` are refused); set chat = true in [runtime] for them");
   }
 
   for (const auto& [id, why] : required) {
@@ -547,6 +560,7 @@ json Plan::to_json() const {
             {"weights", {{"count", weight_count}, {"bytes", weight_bytes}, {"dtype", weight_dtype}}},
             {"tokenizer", tokenizer_present},
             {"chat_template", chat_template_present}}},
+          {"chat", chat},
           {"platform",
            {{"name", platform},
             {"kernel_level", kernel_level},

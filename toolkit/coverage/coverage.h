@@ -48,6 +48,7 @@ struct Plan {
   bool fast_numerics = false;
   std::string fast_numerics_withheld;
   bool tokenizer_present = false, chat_template_present = false;
+  bool chat = false;  // the engine carries the chat template interpreter: runtime.chat and a template to run
   // platform
   std::string platform, kernel_level, kernel_struct;
   bool host_supported = false;

@@ -69,6 +69,7 @@ std::map<std::string, std::string> regenerate(const generator::Engine& engine) {
   o.mode = c.at("mode").get<std::string>();
   o.numerics = c.at("numerics").get<std::string>();
   o.prefix_cache = c.at("prefix_cache").get<bool>() ? "on" : "off";
+  o.chat = c.at("chat").get<bool>() ? "on" : "off";
   o.threads = c.at("threads").get<int>();
   o.tensor_parallel = c.at("tensor_parallel").get<int>();
   o.max_batch = c.at("max_batch").get<int>();

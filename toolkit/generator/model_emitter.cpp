@@ -1,5 +1,7 @@
 #include "generator/model_emitter.h"
 
+#include "generator/cpp_format.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -489,7 +491,7 @@ std::string emit_engine_config(const ckb::Family& family, const coverage::Plan& 
   s = replace_all(s, "@RAW@", raw_delimiter);
   s = replace_all(s, "@CONFIG_IGNORED@", ignored_json);
   s = replace_all(s, "@CONFIG_JSON@", config_json);
-  return s;
+  return format_cpp(s, "engine_config.h");
 }
 
 std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, const EmitOptions& options) {
@@ -931,7 +933,7 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
              "    else forward_impl<mi::model::Numerics::precise>(seq, ids, n, logits, all_rows);"},
   };
   for (const auto& [k, v] : values) s = replace_all(s, k, v);
-  return s;
+  return format_cpp(s, "model.h");
 }
 
 }  // namespace mi::generator

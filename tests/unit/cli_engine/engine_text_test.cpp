@@ -129,6 +129,26 @@ TEST_F(EngineText, ChatTurnThatCannotFitTheContextExitsTwo) {
   EXPECT_NE(r.err.find("max_context of 256"), std::string::npos) << r.err;
 }
 
+// An engine generated without runtime.chat has no chat template interpreter: `chat` and `--chat` are refused with
+// exit 2 and a message saying how to get them, before anything is loaded; plain prompts still work.
+TEST_F(EngineText, EngineWithoutChatRefusesChatAndSaysHowToGetIt) {
+  using mi::engine::NoChat;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"chat", "--model", model_.string(), "--max-new-tokens", "2"},
+        std::vector<std::string>{"generate", "--model", model_.string(), "--prompt", "Hello", "--chat"}}) {
+    const CliRun r = mi_test::run_cli<NoChat>(info(), args, "Hello\n");
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find("no chat template interpreter"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("chat = true"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  const CliRun plain = mi_test::run_cli<NoChat>(
+      info(), {"generate", "--model", model_.string(), "--prompt", "Hello", "--max-new-tokens", "3", "--json"});
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_EQ(nlohmann::json::parse(plain.out).at("output_ids"),
+            generate_json({"--prompt", "Hello", "--max-new-tokens", "3"}).at("output_ids"));
+}
+
 TEST_F(EngineText, InvalidUtf8PromptExitsTwo) {
   for (const bool chat : {false, true}) {
     std::vector<std::string> args{"generate", "--model", model_.string(), "--prompt", "abc\xff", "--max-new-tokens", "1"};

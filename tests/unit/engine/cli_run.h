@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/chat_commands.h"
 #include "engine/cli.h"
 #include "test_model.h"
 
@@ -33,14 +34,15 @@ inline mi::engine::EngineInfo test_engine_info(int vocab_size = 512, int max_con
   return info;
 }
 
-inline CliRun run_cli(const mi::engine::EngineInfo& info, const std::vector<std::string>& args,
-                      const std::string& input = "") {
+// The command line of an engine generated with runtime.chat (Chat = ChatTemplateCommands) or without (NoChat).
+template <class Chat = mi::engine::ChatTemplateCommands>
+CliRun run_cli(const mi::engine::EngineInfo& info, const std::vector<std::string>& args, const std::string& input = "") {
   std::vector<const char*> argv{"test-engine"};
   for (const std::string& a : args) argv.push_back(a.c_str());
   std::istringstream in(input);
   std::ostringstream out, err;
   CliRun r;
-  r.code = mi::engine::run_engine_cli<TestModel>(info, int(argv.size()), argv.data(), in, out, err);
+  r.code = mi::engine::run_engine_cli<TestModel, mi::engine::NoExtraCommands, Chat>(info, int(argv.size()), argv.data(), in, out, err);
   r.out = out.str();
   r.err = err.str();
   return r;

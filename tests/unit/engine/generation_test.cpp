@@ -1,11 +1,11 @@
-// The generation loop (engine/generation.h) on the golden checkpoints through the test model: several requests
-// batched and chunked still give each prompt's reference greedy ids, sequences are given back, a request waiting
-// for KV room gets it; and the stop-string filter on streamed text.
+// The generation loop (engine/generation.h) on the golden checkpoints through the test model: every prompt, fed
+// whole or in chunks, gives its reference greedy ids with exactly one forward call per chunk and per decoded token,
+// and its sequence is given back; bad requests are refused before the model is touched; and the stop-string filter
+// on streamed text.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -41,55 +41,52 @@ Case golden_case(const std::string& name, int max_new_tokens) {
   return c;
 }
 
-TEST(Generation, BatchedChunkedRequestsEachMatchTheirGreedyTrace) {
+TEST(Generation, WholeAndChunkedPromptsMatchTheirGreedyTrace) {
   for (const std::string name : {"qwen3-tiny", "llama-tiny"}) {
     SCOPED_TRACE(name);
     const Case c = golden_case(name, 32);
     ASSERT_EQ(c.requests.size(), 3u);
     mi::engine::RuntimeOptions options;
-    options.max_batch = 2;
     options.max_context = 256;
     TestModel model(fs::path(METAINFER_TEST_DATA) / "golden" / name, options);
-    mi::runtime::SchedulerLimits limits;
-    limits.max_batch = 2;  // three requests: the third waits for a slot
-    limits.max_context = 256;
-    limits.chunked_prefill = 7;
-    std::map<std::size_t, std::vector<int32_t>> streamed;
-    mi::engine::GenerationCallbacks callbacks;
-    callbacks.on_token = [&](std::size_t i, int32_t id) { streamed[i].push_back(id); };
-    const long calls_before = TestModel::forward_calls;
-    const auto results = mi::engine::generate(model, nullptr, limits, c.requests, callbacks);
-    ASSERT_EQ(results.size(), 3u);
-    long expected_calls = 0;
-    for (std::size_t i = 0; i < 3; ++i) {
-      EXPECT_EQ(results[i].output_ids, c.greedy[i]) << "request " << i;
-      EXPECT_EQ(streamed[i], c.greedy[i]) << "request " << i;
-      EXPECT_EQ(results[i].prompt_ids, c.requests[i].prompt_ids);
-      EXPECT_EQ(results[i].finish_reason, mi::runtime::FinishReason::length);
-      EXPECT_GT(results[i].ttft_ms, 0.0);
-      // ceil(prompt / 7) prefill chunks + 31 decode steps, each exactly one forward call
-      expected_calls += long((c.requests[i].prompt_ids.size() + 6) / 7) + 31;
+    for (const int chunk : {0, 7}) {
+      for (std::size_t i = 0; i < 3; ++i) {
+        SCOPED_TRACE("chunk " + std::to_string(chunk) + ", prompt " + std::to_string(i));
+        std::vector<int32_t> streamed;
+        mi::engine::GenerationCallbacks callbacks;
+        callbacks.on_token = [&](int32_t id) { streamed.push_back(id); };
+        const long calls_before = TestModel::forward_calls;
+        const auto r = mi::engine::generate(model, nullptr, {256, chunk}, c.requests[i], callbacks);
+        EXPECT_EQ(r.output_ids, c.greedy[i]);
+        EXPECT_EQ(streamed, c.greedy[i]);
+        EXPECT_EQ(r.prompt_ids, c.requests[i].prompt_ids);
+        EXPECT_EQ(r.finish_reason, mi::runtime::FinishReason::length);
+        EXPECT_GT(r.ttft_ms, 0.0);
+        // one forward call per prefill chunk (ceil(prompt / chunk), 1 when whole) + one per decoded token after the first
+        const long prefill_calls = chunk ? long((c.requests[i].prompt_ids.size() + 6) / 7) : 1;
+        EXPECT_EQ(TestModel::forward_calls - calls_before, prefill_calls + 31);
+        EXPECT_EQ(TestModel::live_sequences, 0);
+      }
     }
-    EXPECT_EQ(TestModel::forward_calls - calls_before, expected_calls);
-    EXPECT_EQ(TestModel::live_sequences, 0);
   }
 }
 
-TEST(Generation, RequestWaitsForKvBlocksThenRuns) {
-  const Case c = golden_case("qwen3-tiny", 8);
+TEST(Generation, EosFinishesTheRequestAndIsKept) {
+  const Case c = golden_case("qwen3-tiny", 32);
   mi::engine::RuntimeOptions options;
-  options.max_batch = 2;
   options.max_context = 256;
-  TestModel model(fs::path(METAINFER_TEST_DATA) / "golden" / "qwen3-tiny", options);
-  mi::runtime::SchedulerLimits limits;
-  limits.max_batch = 2;
-  limits.max_context = 256;
-  limits.kv_blocks = 11;  // p2 (150 + 8 tokens) needs 10 blocks: it cannot run next to p0 or p1
-  const auto results = mi::engine::generate(model, nullptr, limits, c.requests);
-  for (std::size_t i = 0; i < 3; ++i) {
-    const std::vector<int32_t> expected(c.greedy[i].begin(), c.greedy[i].begin() + 8);
-    EXPECT_EQ(results[i].output_ids, expected) << "request " << i;
-  }
+  // The greedy trace's 5th id made an end-of-sequence id for this run: generation stops there, with it.
+  struct EosModel : TestModel {
+    using TestModel::TestModel;
+    int32_t eos = 0;
+    std::vector<int> eos_token_ids() const { return {eos}; }
+  };
+  EosModel eos_model(fs::path(METAINFER_TEST_DATA) / "golden" / "qwen3-tiny", options);
+  eos_model.eos = c.greedy[0][4];
+  const auto r = mi::engine::generate(eos_model, nullptr, {256, 0}, c.requests[0]);
+  const std::vector<int32_t> expected(c.greedy[0].begin(), c.greedy[0].begin() + 5);
+  EXPECT_EQ(r.output_ids, expected);
+  EXPECT_EQ(r.finish_reason, mi::runtime::FinishReason::eos);
   EXPECT_EQ(TestModel::live_sequences, 0);
 }
 
@@ -97,27 +94,32 @@ TEST(Generation, ZeroNewTokensFinishesWithoutRunningTheModel) {
   const Case c = golden_case("qwen3-tiny", 0);
   TestModel model(fs::path(METAINFER_TEST_DATA) / "golden" / "qwen3-tiny", {});
   const long calls_before = TestModel::forward_calls;
-  const auto results = mi::engine::generate(model, nullptr, {}, {c.requests[0]});
-  EXPECT_TRUE(results[0].output_ids.empty());
-  EXPECT_EQ(results[0].finish_reason, mi::runtime::FinishReason::length);
+  const auto r = mi::engine::generate(model, nullptr, {}, c.requests[0]);
+  EXPECT_TRUE(r.output_ids.empty());
+  EXPECT_EQ(r.finish_reason, mi::runtime::FinishReason::length);
   EXPECT_EQ(TestModel::forward_calls, calls_before);
 }
 
 TEST(Generation, RejectedRequestsThrowAndLeaveNoSequence) {
   TestModel model(fs::path(METAINFER_TEST_DATA) / "golden" / "qwen3-tiny", {});
+  const long calls_before = TestModel::forward_calls;
   GenerationRequest r;
   r.prompt_ids = {1, 2, 3};
   r.max_new_tokens = 4;
   r.stop = {"x"};  // no tokenizer: stop strings cannot be checked
-  EXPECT_THROW(mi::engine::generate(model, nullptr, {}, {r}), mi::Error);
+  EXPECT_THROW(mi::engine::generate(model, nullptr, {}, r), mi::Error);
   r.stop.clear();
-  r.max_new_tokens = 600;  // beyond the scheduler's max_context 512
+  r.max_new_tokens = 600;  // beyond max_context 512
   try {
-    mi::engine::generate(model, nullptr, {}, {r});
+    mi::engine::generate(model, nullptr, {}, r);
     ADD_FAILURE() << "expected a rejection";
   } catch (const mi::Error& e) {
     EXPECT_NE(std::string(e.what()).find("max_context 512"), std::string::npos) << e.what();
   }
+  r.max_new_tokens = 4;
+  r.prompt_ids.clear();
+  EXPECT_THROW(mi::engine::generate(model, nullptr, {}, r), mi::Error);
+  EXPECT_EQ(TestModel::forward_calls, calls_before);
   EXPECT_EQ(TestModel::live_sequences, 0);
 }
 

@@ -166,8 +166,9 @@ void expect_user_files_kept(const fs::path& dir) {
   EXPECT_EQ(slurp(dir / "notes.txt"), "my notes\n");
 }
 std::vector<std::string> generate_args(const fs::path& out) {
-  return {kMetainfer, "generate", "--model", golden("qwen3-tiny").string(), "--platform", "x86-64-avx2", "--no-verify",
-          "-o", out.string()};
+  // runtime.chat on: the engine rows drive `chat` and --chat (the checkpoints they give carry a template).
+  return {kMetainfer, "generate", "--model", golden("qwen3-tiny").string(), "--platform", "x86-64-avx2", "--chat", "on",
+          "--no-verify", "-o", out.string()};
 }
 const std::string kFakeManifest = R"({"format": "metainfer-manifest/1", "files": []})";
 

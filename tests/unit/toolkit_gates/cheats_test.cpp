@@ -260,10 +260,10 @@ static bool cheat(int argc, char** argv) {
 void plant_fast_only_bug(const fs::path& e) {
   const fs::path model = e / "src/model.h";
   std::string text = mi::generator::read_file(model);
-  const std::string from = "if (options_.fast) forward_impl<mi::model::Numerics::fast>(seq, ids, n, logits, all_rows);";
+  const std::string from = "forward_impl<mi::model::Numerics::fast>(seq, ids, n, logits, all_rows);";
   const auto pos = text.find(from);
   ASSERT_NE(pos, std::string::npos);
-  text.replace(pos, from.size(), "if (options_.fast) { forward_impl<mi::model::Numerics::fast>(seq, ids, n, logits, all_rows); "
+  text.replace(pos, from.size(), "{ forward_impl<mi::model::Numerics::fast>(seq, ids, n, logits, all_rows); "
                                  "for (int i = 0; i < (all_rows ? n : 1) * kVocab; ++i) logits[i] *= 1.2f; }");
   mi::generator::write_file(model, text);
 }

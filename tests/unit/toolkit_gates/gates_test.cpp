@@ -4,7 +4,10 @@
 // subprocesses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "../toolkit_support.h"
@@ -91,9 +94,11 @@ void expect_hybrids_pass_verified(const std::string& platform) {
     ss << in.rdbuf();
     text = ss.str();
   }
-  const std::string refuse = "if (options_.fast) mi::fail(\"--mode fast is not offered by this engine";
-  ASSERT_NE(text.find(refuse), std::string::npos);
-  for (std::size_t pos; (pos = text.find(refuse)) != std::string::npos;) text.replace(pos, refuse.size(), "if (false) mi::fail(\"");
+  // The refusal `if (options_.fast) mi::fail("--mode fast is not offered by this engine ...")`, however clang-format
+  // wrapped it, made dead.
+  const std::regex refuse(R"re(if \(options_\.fast\)(\s*mi::fail\(\s*"--mode fast is not offered by this engine))re");
+  ASSERT_TRUE(std::regex_search(text, refuse));
+  text = std::regex_replace(text, refuse, "if (false)$1");
   mi::generator::write_file(model, text);
   const auto v = metainfer({"verify", (dir / "qwen3_next-tiny").string(), "--only", "PASS_VERIFIED", "--allow-modified-sources", "--json"}, 1800);
   EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
@@ -176,7 +181,13 @@ TEST(Gates, RenamedDenseFamilyIsOneTomlFile) {
            {"Qwen3ForCausalLM", "RenamedQwen3ForCausalLM"}, {"emitted-qwen3", "emitted-qwen3_renamed"},
            {"namespace m ", "namespace m2 "}, {"namespace m\n", "namespace m2\n"}})
     original = replace_all(original, from, to);
-  EXPECT_EQ(original, from_toml);
+  // clang-format (.clang-format: only whitespace and line breaks change) wraps lines by their length, and the names
+  // differ in length: compare with whitespace removed.
+  auto tokens_only = [](std::string text) {
+    text.erase(std::remove_if(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); }), text.end());
+    return text;
+  };
+  EXPECT_EQ(tokens_only(original), tokens_only(from_toml));
   EXPECT_NE(from_toml.find("\"decoder.blocks.\" + std::to_string(l)"), std::string::npos);
 }
 

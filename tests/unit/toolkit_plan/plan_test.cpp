@@ -8,11 +8,19 @@
 #include "ckb/ckb.h"
 #include "constraints/constraints.h"
 #include "coverage/coverage.h"
+#include "gates/gates.h"
+#include "generator/generator.h"
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
 #include "platform/cpu_info.h"
 
 namespace {
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 using mi_test::golden;
 using mi_test::metainfer;
 using nlohmann::json;
@@ -41,13 +49,101 @@ TEST(Plan, DenseGoldenCheckpointsAreFullyCovered) {
       contracts.insert(r.at("contract"));
     }
     for (const char* needed : {"embedding", "rmsnorm", "rotary_embedding", "gqa_attention", "swiglu_mlp", "lm_head",
-                               "kv_cache", "sampler", "scheduler", "weight_loading"})
+                               "kv_cache", "sampler", "engine_cli", "weight_loading"})
       EXPECT_TRUE(contracts.count(needed)) << c << " lacks " << needed;
+    // Offline, one request at a time, chat not asked for: neither the scheduler nor the chat template interpreter.
+    for (const char* unneeded : {"scheduler", "chat_template", "server"})
+      EXPECT_FALSE(contracts.count(unneeded)) << c << " requires " << unneeded << " though its constraints do not ask for it";
   }
   const auto qwen = json::parse(metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--json"}).out);
   EXPECT_EQ(qwen.at("model").at("family"), "qwen3");
   const auto llama = json::parse(metainfer({"plan", "--model", golden("llama-tiny").string(), "--json"}).out);
   EXPECT_EQ(llama.at("model").at("family"), "llama");
+}
+
+std::set<std::string> required_contracts(const json& plan) {
+  std::set<std::string> out;
+  for (const auto& r : plan.at("requirements")) out.insert(r.at("contract").get<std::string>());
+  return out;
+}
+
+// What goes into an engine follows the constraints: chat (runtime.chat, on by default only for serve) brings the chat
+// template interpreter, serve brings the scheduler and the server; the files of what is not asked for are not in the
+// generated tree at all, and MANIFEST.json counts the engine's lines against the component library's.
+TEST(Plan, EngineHoldsOnlyWhatItsConstraintsAskFor) {
+  const std::string model = golden("qwen3-tiny").string();
+  struct Case {
+    std::vector<std::string> flags;
+    bool chat, scheduler, server;
+  };
+  const std::vector<Case> cases = {{{}, false, false, false},
+                                   {{"--chat", "on"}, true, false, false},
+                                   {{"--mode", "bench"}, false, false, false},
+                                   {{"--mode", "serve", "--max-batch", "4"}, true, true, true}};
+  mi_test::TempDir dir("plan-features");
+  int i = 0;
+  std::vector<std::pair<int, int>> lines;  // per case: engine source lines, of which chat interpreter lines
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.flags));
+    std::vector<std::string> args{"plan", "--model", model, "--platform", "x86-64-avx2", "--json"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    const auto r = metainfer(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json plan = json::parse(r.out);
+    EXPECT_EQ(plan.at("chat").get<bool>(), c.chat);
+    EXPECT_EQ(plan.at("constraints").at("chat").get<bool>(), c.chat);
+    const std::set<std::string> contracts = required_contracts(plan);
+    EXPECT_EQ(contracts.count("chat_template"), c.chat ? 1u : 0u);
+    EXPECT_EQ(contracts.count("scheduler"), c.scheduler ? 1u : 0u);
+    EXPECT_EQ(contracts.count("server"), c.server ? 1u : 0u);
+
+    const std::filesystem::path out = dir.path() / ("e" + std::to_string(i++));
+    std::vector<std::string> gen{"generate", "--model", model, "--platform", "x86-64-avx2", "--no-verify", "-o", out.string()};
+    gen.insert(gen.end(), c.flags.begin(), c.flags.end());
+    const auto g = metainfer(gen);
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    const json manifest = json::parse(slurp(out / "MANIFEST.json"));
+    bool chat_files = false, chat_commands = false, scheduler = false, server = false;
+    for (const auto& f : manifest.at("files")) {
+      const std::string path = f.at("path");
+      chat_files = chat_files || path.rfind("src/chat/", 0) == 0;
+      chat_commands = chat_commands || path == "src/engine/chat_commands.h";
+      scheduler = scheduler || path.rfind("src/runtime/scheduler", 0) == 0;
+      server = server || path.rfind("src/server/", 0) == 0;
+    }
+    EXPECT_EQ(chat_files, c.chat);
+    EXPECT_EQ(chat_commands, c.chat);
+    EXPECT_EQ(scheduler, c.scheduler);
+    EXPECT_EQ(server, c.server);
+    const std::string features = slurp(out / "src" / "engine_features.h");
+    EXPECT_NE(features.find(c.chat ? "using ChatCommands = mi::engine::ChatTemplateCommands;"
+                                   : "using ChatCommands = mi::engine::NoChat;"), std::string::npos) << features;
+    const int engine_lines = manifest.at("lines").at("engine_sources").get<int>();
+    const int library_lines = manifest.at("lines").at("component_library").get<int>();
+    EXPECT_GT(engine_lines, 0);
+    EXPECT_LT(engine_lines, library_lines);
+    int chat_lines = 0;
+    for (const auto& f : manifest.at("files"))
+      if (f.at("path").get<std::string>().rfind("src/chat/", 0) == 0) chat_lines += f.at("lines").get<int>();
+    lines.push_back({engine_lines, chat_lines});
+  }
+  // The chat engine is the offline engine plus the interpreter (and the chat commands on top).
+  EXPECT_GT(lines[1].second, 3000) << "the chat template interpreter";
+  EXPECT_GE(lines[1].first, lines[0].first + lines[1].second);
+  EXPECT_EQ(lines[2].first, lines[0].first) << "bench mode adds nothing: every engine carries ENGINE bench";
+  // Regenerated from its manifest's constraints, the chat engine is the same tree (L0 sees runtime.chat).
+  const mi::gates::GateResult l0 = mi::gates::sources_gate(mi::generator::load_engine(dir.path() / "e1"));
+  EXPECT_TRUE(l0.passed) << l0.summary << l0.evidence.dump();
+}
+
+TEST(Plan, ChatOffIsRefusedForServeAndExplained) {
+  const auto r = metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--mode", "serve", "--chat", "off"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("runtime.chat"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/v1/chat/completions"), std::string::npos) << r.err;
+  const auto bad = metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--chat", "maybe"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--chat"), std::string::npos) << bad.err;
 }
 
 const json* find_gap(const json& plan, const std::string& id) {
