@@ -171,6 +171,8 @@ Contract read_contract(const fs::path& file) {
   c.status = r.str("status");
   c.summary = r.str("summary");
   c.depends_on = r.strings("depends_on");
+  c.steps = r.strings("steps");
+  c.shape_terms = r.strings("shape_terms");
   r.subtable("interface", true);
   r.each_table("components", [&](const TomlReader& t) {
     c.components.push_back({t.str("id"), t.strings("files", true), t.strings("platforms", true)});

@@ -28,6 +28,11 @@ struct Contract {
   std::filesystem::path source;  // file it was read from
   std::string id, title, stage, status, summary;  // status: "implemented" | "planned"
   std::vector<std::string> depends_on;
+  // The forward steps this contract's components implement (what a family's [forward] and [[layer_kinds]] lists
+  // name; the generator's step table, toolkit/generator/forward_steps.cpp, holds the code of each), and the config
+  // terms its weight shapes and dimensions use. The vocabulary of families, read by lint, coverage and the tests.
+  std::vector<std::string> steps;
+  std::vector<std::string> shape_terms;
   std::vector<Component> components;
   std::vector<TestRef> tests;
 };

@@ -101,12 +101,27 @@ std::vector<int> layers_of_kind(const LayerKind& kind, const nlohmann::json& cfg
     for (int64_t l = 0; l < layers; ++l) out.push_back(int(l));
     return out;
   }
-  const auto it = cfg.find("layer_types");
-  if (it == cfg.end() || !it->is_array() || int64_t(it->size()) != layers)
-    fail(context, ": layer kind '", kind.id, "' needs config.json layer_types with num_hidden_layers (", layers,
-         ") entries");
-  for (std::size_t l = 0; l < it->size(); ++l)
-    if ((*it)[l].is_string() && (*it)[l].get<std::string>() == kind.layer_type) out.push_back(int(l));
+  const nlohmann::json types = effective_layer_types(cfg);
+  if (!types.is_array() || int64_t(types.size()) != layers)
+    fail("config.json: field 'layer_types': ", types.is_null() ? std::string("missing") : "has " + std::to_string(types.size()) + " entries",
+         " (and no full_attention_interval to derive it from); ", context, " needs one entry per layer (num_hidden_layers = ",
+         layers, ")");
+  for (std::size_t l = 0; l < types.size(); ++l)
+    if (types[l].is_string() && types[l].get<std::string>() == kind.layer_type) out.push_back(int(l));
+  return out;
+}
+
+nlohmann::json effective_layer_types(const nlohmann::json& cfg) {
+  if (const auto it = cfg.find("layer_types"); it != cfg.end() && !it->is_null()) return *it;
+  const auto interval = cfg.find("full_attention_interval");
+  const auto layers = cfg.find("num_hidden_layers");
+  if (interval == cfg.end() || !interval->is_number_integer() || interval->get<int64_t>() <= 0 || layers == cfg.end() ||
+      !layers->is_number_integer() || layers->get<int64_t>() <= 0 || layers->get<int64_t>() > (int64_t(1) << 16))
+    return nullptr;
+  const int64_t every = interval->get<int64_t>();
+  nlohmann::json out = nlohmann::json::array();
+  for (int64_t i = 0; i < layers->get<int64_t>(); ++i)
+    out.push_back((i + 1) % every == 0 ? "full_attention" : "linear_attention");
   return out;
 }
 

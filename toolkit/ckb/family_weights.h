@@ -48,4 +48,9 @@ std::string weight_role(const WeightDecl& weight);
 // layer_types entry equals it. Throws mi::Error if layer_types is needed and absent or of the wrong length.
 std::vector<int> layers_of_kind(const LayerKind& kind, const nlohmann::json& text_config, const std::string& context);
 
+// The per-layer pattern of a config as transformers builds it: "layer_types" when given, else (hybrid configs that
+// carry only "full_attention_interval", as Qwen3NextConfig / Qwen3_5TextConfig accept) layer i is "full_attention"
+// when (i + 1) % interval == 0 and "linear_attention" otherwise. null when the config has neither.
+nlohmann::json effective_layer_types(const nlohmann::json& text_config);
+
 }  // namespace mi::ckb

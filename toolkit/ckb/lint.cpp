@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <fstream>
 #include <regex>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -95,8 +96,13 @@ class Linter {
 
   void check_contracts() {
     std::set<std::string> ids;
+    std::map<std::string, std::string> step_owner;  // a step is one contract's: coverage names it in gaps
     for (const auto& c : ckb_.contracts) {
       if (!ids.insert(c.id).second) error(c.source, "id", "duplicate contract id '" + c.id + "'");
+      for (std::size_t i = 0; i < c.steps.size(); ++i)
+        if (const auto [it, fresh] = step_owner.emplace(c.steps[i], c.id); !fresh)
+          error(c.source, "steps[" + std::to_string(i) + "]",
+                "step '" + c.steps[i] + "' is declared by contract '" + it->second + "' already");
       if (c.source.stem() != c.id) error(c.source, "id", "contract id '" + c.id + "' differs from its file name");
       if (!contains(ckb_.stages, c.stage))
         error(c.source, "stage", "unknown stage '" + c.stage + "' (ckb.toml stages)");
@@ -135,8 +141,8 @@ class Linter {
         continue;
       }
       if (std::all_of(term.begin(), term.end(), ::isdigit)) continue;
-      if (!contains(known_shape_terms(), term))
-        error(f.source, field, "unknown config term '" + term + "' in shape expression '" + expr + "'");
+      if (!is_shape_term(ckb_, term))
+        error(f.source, field, "unknown config term '" + term + "' in shape expression '" + expr + "' (no contract declares it in `shape_terms`)");
     }
   }
 
@@ -184,17 +190,17 @@ class Linter {
       // An ignored config field must not be one the family constrains or sizes anything by.
       for (std::size_t i = 0; i < f.config_ignored.size(); ++i) {
         const std::string& key = f.config_ignored[i];
-        if (f.config_allowed.count(key) || contains(known_shape_terms(), key) || key == "architectures" ||
+        if (f.config_allowed.count(key) || is_shape_term(ckb_, key) || key == "architectures" ||
             key == "model_type" || key == "text_config")
           error(f.source, "config_ignored[" + std::to_string(i) + "]",
                 "'" + key + "' changes the computation (the family constrains it or sizes weights by it); it cannot be ignored");
       }
       for (std::size_t i = 0; i < f.forward_layer.size(); ++i)
-        if (!contains(known_forward_steps(), f.forward_layer[i]))
-          error(f.source, "forward.layer[" + std::to_string(i) + "]", "unknown forward step '" + f.forward_layer[i] + "'");
+        if (step_contract(ckb_, f.forward_layer[i]).empty())
+          error(f.source, "forward.layer[" + std::to_string(i) + "]", "unknown forward step '" + f.forward_layer[i] + "' (no contract declares it in `steps`)");
       for (std::size_t i = 0; i < f.forward_final.size(); ++i)
-        if (!contains(known_forward_steps(), f.forward_final[i]))
-          error(f.source, "forward.final[" + std::to_string(i) + "]", "unknown forward step '" + f.forward_final[i] + "'");
+        if (step_contract(ckb_, f.forward_final[i]).empty())
+          error(f.source, "forward.final[" + std::to_string(i) + "]", "unknown forward step '" + f.forward_final[i] + "' (no contract declares it in `steps`)");
     }
   }
 
@@ -215,9 +221,9 @@ class Linter {
           error(f.source, field + ".requires[" + std::to_string(j) + "]",
                 "contract '" + k.requires_contracts[j] + "' is not in the family's requires");
       for (std::size_t j = 0; j < k.forward.size(); ++j) {
-        const std::string contract = component_step_contract(k.forward[j]);
+        const std::string contract = step_contract(ckb_, k.forward[j]);
         const std::string sf = field + ".forward[" + std::to_string(j) + "]";
-        if (contract.empty()) error(f.source, sf, "unknown component step '" + k.forward[j] + "'");
+        if (contract.empty()) error(f.source, sf, "unknown component step '" + k.forward[j] + "' (no contract declares it in `steps`)");
         else if (!contains(f.requires_contracts, contract))
           error(f.source, sf, "step '" + k.forward[j] + "' is implemented by contract '" + contract +
                                   "', which the family does not require");
@@ -401,48 +407,16 @@ bool test_ref_resolves(const TestRef& ref, const fs::path& repo_root, std::strin
   return false;
 }
 
-const std::vector<std::string>& known_forward_steps() {
-  static const std::vector<std::string> steps = {"input_norm", "qkv_proj", "qk_norm", "rope", "attention",
-                                                 "o_proj", "residual_add", "post_attention_norm", "swiglu_mlp",
-                                                 "final_norm", "lm_head"};
-  return steps;
-}
-
-const std::vector<std::pair<std::string, std::string>>& known_component_steps() {
-  static const std::vector<std::pair<std::string, std::string>> steps = {
-      // the dense steps the generator emits
-      {"input_norm", "rmsnorm"}, {"qkv_proj", "gqa_attention"}, {"qk_norm", "rmsnorm"}, {"rope", "rotary_embedding"},
-      {"attention", "gqa_attention"}, {"o_proj", "gqa_attention"}, {"residual_add", "kernels"},
-      {"post_attention_norm", "rmsnorm"}, {"swiglu_mlp", "swiglu_mlp"}, {"final_norm", "rmsnorm"},
-      {"lm_head", "lm_head"},
-      // output-gated full attention (q_proj rows: per head, query then gate)
-      {"qg_proj", "gated_attention"}, {"split_query_gate", "gated_attention"}, {"kv_proj", "gqa_attention"},
-      {"partial_rope", "rotary_embedding"}, {"output_gate", "gated_attention"},
-      // Gated DeltaNet linear attention
-      {"gdn_in_proj", "gated_delta_rule"}, {"gdn_in_proj_grouped", "gated_delta_rule"}, {"causal_conv1d", "conv1d_state"}, {"gdn_gates", "gated_delta_rule"},
-      {"l2norm_qk", "gated_delta_rule"}, {"gated_delta_rule", "gated_delta_rule"},
-      {"rms_norm_gated", "rms_norm_gated"}, {"gdn_out_proj", "gated_delta_rule"},
-      // sparse mixture of experts
-      {"moe_mlp", "moe_mlp"}};
-  return steps;
-}
-
-std::string component_step_contract(const std::string& step) {
-  for (const auto& [s, contract] : known_component_steps())
-    if (s == step) return contract;
+std::string step_contract(const Ckb& ckb, const std::string& step) {
+  for (const auto& c : ckb.contracts)
+    if (contains(c.steps, step)) return c.id;
   return "";
 }
 
-const std::vector<std::string>& known_shape_terms() {
-  static const std::vector<std::string> terms = {
-      "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-      "num_key_value_heads", "head_dim",
-      // Gated DeltaNet
-      "linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads", "linear_value_head_dim",
-      "linear_conv_kernel_dim",
-      // mixture of experts
-      "num_experts", "moe_intermediate_size", "shared_expert_intermediate_size"};
-  return terms;
+bool is_shape_term(const Ckb& ckb, const std::string& term) {
+  for (const auto& c : ckb.contracts)
+    if (contains(c.shape_terms, term)) return true;
+  return false;
 }
 
 }  // namespace mi::ckb

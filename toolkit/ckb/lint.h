@@ -38,14 +38,11 @@ std::vector<Finding> lint(const Ckb& ckb, const std::filesystem::path& repo_root
 // Does `ref` resolve: the file/dir exists under repo_root and holds a GoogleTest matching the name pattern?
 bool test_ref_resolves(const TestRef& ref, const std::filesystem::path& repo_root, std::string* why);
 
-// The generator's vocabulary of forward steps (toolkit/generator); lint checks families against it.
-const std::vector<std::string>& known_forward_steps();
-// The component steps a layer kind's forward may use, each with the contract that implements it (a superset of the
-// generator's steps: what the components can do, not what the generator emits).
-const std::vector<std::pair<std::string, std::string>>& known_component_steps();
-// The contract implementing a component step ("" if the step is unknown).
-std::string component_step_contract(const std::string& step);
-// The config terms a weight shape expression may use.
-const std::vector<std::string>& known_shape_terms();
+// The contract whose `steps` declare a forward step ("" if none does): the vocabulary of [forward] and
+// [[layer_kinds]] lists. Whether the generator can write a step is its step table's business (coverage reports a
+// declared step without an emitter as a gap).
+std::string step_contract(const Ckb& ckb, const std::string& step);
+// A config term some contract's `shape_terms` declares: what weight shape expressions may use.
+bool is_shape_term(const Ckb& ckb, const std::string& term);
 
 }  // namespace mi::ckb

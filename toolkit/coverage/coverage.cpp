@@ -228,11 +228,11 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
   }
 
   // ---- layer kinds -------------------------------------------------------------------------------------------------
-  const json* layer_types = lookup(text, root, "layer_types");
+  const json layer_types = ckb::effective_layer_types(text);  // given, or derived from full_attention_interval
   std::map<std::string, std::vector<int>> layers_by_type;  // layer_types value -> layer indices
-  if (layer_types && layer_types->is_array())
-    for (std::size_t i = 0; i < layer_types->size(); ++i)
-      if ((*layer_types)[i].is_string()) layers_by_type[(*layer_types)[i].get<std::string>()].push_back(int(i));
+  if (layer_types.is_array())
+    for (std::size_t i = 0; i < layer_types.size(); ++i)
+      if (layer_types[i].is_string()) layers_by_type[layer_types[i].get<std::string>()].push_back(int(i));
   auto layer_list = [](const std::vector<int>& layers) {
     std::string list;
     for (int l : layers) list += (list.empty() ? "" : ",") + std::to_string(l);
@@ -266,7 +266,7 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
       std::string steps, contracts;
       for (const auto& step : missing) {
         steps += (steps.empty() ? "" : ", ") + step;
-        const std::string c = ckb::component_step_contract(step);
+        const std::string c = ckb::step_contract(ckb, step);
         if (!c.empty() && contracts.find(c) == std::string::npos) contracts += (contracts.empty() ? "" : ", ") + c;
       }
       plan.gaps.push_back({"layer_kind", k.id,
@@ -310,6 +310,15 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
   // ---- the family's config constraints and weight map ----------------------------------------------------------
   if (family) {
     plan.config = io::parse_model_config(root, config_path.string());
+    const std::size_t gaps_before_config = plan.gaps.size();
+    if (has(family->requires_contracts, "moe_mlp")) {  // top-k of n experts: 1 <= k <= n, else routing cannot run
+      const json* k = lookup(text, root, "num_experts_per_tok");
+      const json* n = lookup(text, root, "num_experts");
+      if (k && n && k->is_number_integer() && n->is_number_integer() &&
+          (k->get<int64_t>() < 1 || k->get<int64_t>() > n->get<int64_t>()))
+        fail(config_path.string(), ": field 'num_experts_per_tok': ", k->dump(), " experts per token; expected 1 to ",
+             "num_experts (", n->dump(), ")");
+    }
     for (const auto& [key, allowed] : family->config_allowed) {
       if (key == "layer_types") continue;
       if (key == "rope_scaling_types") {
@@ -345,7 +354,9 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
       else if (t->shape != e.shape)
         problems.push_back("tensor " + e.name + " has shape " + shape_text(t->shape) + ", expected " + shape_text(e.shape));
     }
-    if (!problems.empty()) {
+    // A config value the family does not cover (a gap above) may legitimately change the weights (e.g. a dense MLP
+    // in mlp_only_layers): the gap is the report then, not a list of missing tensors.
+    if (!problems.empty() && plan.gaps.size() == gaps_before_config) {
       std::string msg = c.model.string() + ": the checkpoint does not match family " + family->id + " (" +
                         (tied ? "tied" : "untied") + " head):";
       for (const auto& p : problems) msg += "\n  " + p;
@@ -431,6 +442,12 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
   if (c.numerics == "fast" && !plan.fast_numerics && !int8)
     fail(c.source, ": field 'runtime.numerics': \"fast\" (bf16 activations) is not offered for this model: ",
          plan.fast_numerics_withheld, "; use \"precise\"");
+  if (int8 && family && has(family->requires_contracts, "moe_mlp"))
+    plan.gaps.push_back({"option", "int8_moe",
+                         "int8 weights are not covered for family " + family->id +
+                             ": the mixture-of-experts component (model/moe_mlp.h) reads the experts as stored",
+                         "int8 expert weights in contract moe_mlp (quantised at load, like int8_weights)",
+                         {"constraints platform.dtype = int8", "family " + family->id + " requires moe_mlp"}});
   if (!int8 && plan.dtype != plan.weight_dtype)
     plan.gaps.push_back({"option", "dtype_conversion",
                          "the checkpoint stores " + plan.weight_dtype + " weights but the constraints ask for " + plan.dtype +

@@ -399,8 +399,14 @@ ReferenceConfig read_reference_config(const fs::path& dir) {
     c.rope_scaling = read_rope_scaling(p, where);
     if (p.is_object()) c.rope_theta = ConfigReader{p, where}.positive_number_or("rope_theta", c.rope_theta);
     // transformers 5 keeps partial_rotary_factor inside rope_parameters (Qwen3.5 has it in both places).
-    if (p.is_object() && p.contains("partial_rotary_factor") && !p.at("partial_rotary_factor").is_null())
+    if (p.is_object() && p.contains("partial_rotary_factor") && !p.at("partial_rotary_factor").is_null()) {
+      const double top = partial_rotary;
+      const bool top_given = partial_rotary_given;
       read_partial(p.at("partial_rotary_factor"), where + ".partial_rotary_factor");
+      if (top_given && top != partial_rotary)
+        error(where, ".partial_rotary_factor: ", partial_rotary, " disagrees with the top-level partial_rotary_factor ",
+              top);
+    }
   } else if (cfg.contains("rope_scaling")) {
     c.rope_scaling = read_rope_scaling(cfg.at("rope_scaling"), r.where + ": field 'rope_scaling'");
   }
@@ -447,9 +453,16 @@ ReferenceConfig read_reference_config(const fs::path& dir) {
 
   // Layer pattern.
   c.layer_kinds.assign(c.num_layers, LayerKind::FullAttention);
-  if (hybrid && !r.present("layer_types"))
+  // Without layer_types, transformers' Qwen3Next / Qwen3.5 configs build it from full_attention_interval: layer i is
+  // full attention when (i + 1) % interval == 0, linear attention otherwise.
+  if (hybrid && !r.present("layer_types") && r.present("full_attention_interval")) {
+    const int interval = r.positive_int("full_attention_interval");
+    for (int i = 0; i < c.num_layers; ++i)
+      if ((i + 1) % interval != 0) c.layer_kinds[size_t(i)] = LayerKind::LinearAttention;
+  } else if (hybrid && !r.present("layer_types")) {
     error(r.where, ": field 'layer_types' is missing (", c.architecture,
-          " needs the per-layer pattern of \"linear_attention\" and \"full_attention\")");
+          " needs the per-layer pattern of \"linear_attention\" and \"full_attention\", or full_attention_interval)");
+  }
   if (r.present("layer_types")) {
     const json& types = cfg.at("layer_types");
     if (!types.is_array() || types.size() != static_cast<size_t>(c.num_layers))

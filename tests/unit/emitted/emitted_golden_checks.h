@@ -181,6 +181,41 @@ void chunked_prefill_and_reuse(const std::string& case_name) {
 }
 
 // After warm-up, a decode step (one sequence, and a batched step of two) allocates nothing.
+// A batched decode step (forward_batch: one token of each of B live sequences, the path the server runs) gives each
+// sequence the logits it gets decoding alone: the golden prompts (up to 3) prefilled, then 8 steps fed their trace's
+// greedy ids, batched in one model and one at a time in another. The kernels accumulate every batch row as the lone
+// matrix-vector product does, so this is exact in practice; 1e-5 leaves room only for summation order.
+template <class Model>
+void batched_decode_equals_decoding_alone(const std::string& case_name) {
+  const GoldenCase golden = load_case(case_name);
+  const int B = int(std::min<std::size_t>(3, golden.prompts.size()));
+  Model batched(golden.dir, options(false, B)), alone(golden.dir, options(false, B));
+  const int V = batched.vocab_size();
+  std::vector<float> logits(std::size_t(kMaxContext) * std::size_t(V)), one(static_cast<std::size_t>(V));
+  std::vector<int> seq_b(B), seq_a(B);
+  for (int b = 0; b < B; ++b) {
+    const Prompt& p = golden.prompts[std::size_t(b)];
+    seq_b[b] = batched.new_sequence();
+    seq_a[b] = alone.new_sequence();
+    batched.forward(seq_b[b], p.prompt_ids.data(), int(p.prompt_ids.size()), logits.data(), false);
+    alone.forward(seq_a[b], p.prompt_ids.data(), int(p.prompt_ids.size()), logits.data(), false);
+  }
+  double worst = 0;
+  for (int step = 0; step < 8; ++step) {
+    std::vector<int32_t> ids(B);
+    for (int b = 0; b < B; ++b) ids[b] = golden.prompts[std::size_t(b)].greedy_ids[std::size_t(step)];
+    batched.forward_batch(seq_b.data(), ids.data(), B, logits.data());
+    for (int b = 0; b < B; ++b) {
+      alone.forward(seq_a[b], &ids[b], 1, one.data(), false);
+      const float* row = logits.data() + std::size_t(b) * std::size_t(V);
+      worst = std::max(worst, max_abs_diff(row, one.data(), std::size_t(V)));
+      EXPECT_EQ(argmax(row, V), argmax(one.data(), V)) << "sequence " << b << " step " << step;
+    }
+  }
+  EXPECT_LE(worst, 1e-5);
+  std::printf("BATCHED %-16s B=%d max|dlogit| vs alone %.3g\n", case_name.c_str(), B, worst);
+}
+
 template <class Model>
 void decode_allocates_nothing(const std::string& case_name) {
   const GoldenCase golden = load_case(case_name);

@@ -15,4 +15,5 @@ TEST(EmittedLlamaTiny, ChunkedPrefillEqualsOnePrefillAndReusedSlotsStartClean) {
   emitted_test::chunked_prefill_and_reuse<Model>(kCase);
 }
 TEST(EmittedLlamaTiny, DecodeStepAllocatesNothing) { emitted_test::decode_allocates_nothing<Model>(kCase); }
+TEST(EmittedLlamaTiny, BatchedDecodeEqualsDecodingAlone) { emitted_test::batched_decode_equals_decoding_alone<Model>(kCase); }
 }  // namespace

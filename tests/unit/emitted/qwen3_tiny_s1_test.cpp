@@ -15,4 +15,5 @@ TEST(EmittedQwen3TinyS1, ChunkedPrefillEqualsOnePrefillAndReusedSlotsStartClean)
   emitted_test::chunked_prefill_and_reuse<Model>(kCase);
 }
 TEST(EmittedQwen3TinyS1, DecodeStepAllocatesNothing) { emitted_test::decode_allocates_nothing<Model>(kCase); }
+TEST(EmittedQwen3TinyS1, BatchedDecodeEqualsDecodingAlone) { emitted_test::batched_decode_equals_decoding_alone<Model>(kCase); }
 }  // namespace

@@ -15,4 +15,5 @@ TEST(EmittedQwen3Tiny, ChunkedPrefillEqualsOnePrefillAndReusedSlotsStartClean) {
   emitted_test::chunked_prefill_and_reuse<Model>(kCase);
 }
 TEST(EmittedQwen3Tiny, DecodeStepAllocatesNothing) { emitted_test::decode_allocates_nothing<Model>(kCase); }
+TEST(EmittedQwen3Tiny, BatchedDecodeEqualsDecodingAlone) { emitted_test::batched_decode_equals_decoding_alone<Model>(kCase); }
 }  // namespace

@@ -1,7 +1,10 @@
 // `metainfer plan` and coverage detection on covered and uncovered checkpoints, and the constraints file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "../toolkit_support.h"
@@ -324,6 +327,89 @@ TEST(Plan, Int8WeightsArePlannedWithTheirContract) {
   EXPECT_TRUE(gap_ids(plan).empty()) << plan.dump(1);
   EXPECT_NE(plan.dump().find("\"int8_weights\""), std::string::npos) << plan.dump(1);
   EXPECT_NE(plan.dump().find("components/model/int8_weights.h"), std::string::npos) << plan.dump(1);
+}
+
+// A copy of golden qwen3_next-tiny (weights linked) whose config.json is `edit`ed.
+std::filesystem::path edited_next_tiny(const mi_test::TempDir& dir, const std::string& name,
+                                       const std::function<void(json&)>& edit) {
+  const std::filesystem::path out = dir.path() / name;
+  std::filesystem::create_directories(out);
+  json cfg = json::parse(slurp(golden("qwen3_next-tiny") / "config.json"));
+  edit(cfg);
+  std::ofstream(out / "config.json") << cfg.dump(2);
+  std::filesystem::create_symlink(golden("qwen3_next-tiny") / "model.safetensors", out / "model.safetensors");
+  return out;
+}
+
+// transformers builds layer_types from full_attention_interval when a Qwen3-Next / Qwen3.5 config omits it
+// ((i + 1) % interval == 0 -> full attention): coverage, the generator and the oracle do the same.
+TEST(Plan, HybridLayerPatternFollowsFullAttentionIntervalWithoutLayerTypes) {
+  mi_test::TempDir dir("layer-interval");
+  const auto derived = edited_next_tiny(dir, "derived", [](json& c) {
+    c.erase("layer_types");
+    c["full_attention_interval"] = 4;
+  });
+  ASSERT_EQ(metainfer({"plan", "--model", derived.string()}).exit_code, 0);
+  auto emit = [&](const std::filesystem::path& model, const std::string& out) {
+    const auto r = metainfer({"emit", "--model", model.string(), "--platform", "x86-64-avx2", "-o", (dir.path() / out).string()});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return slurp(dir.path() / out / "model.h");
+  };
+  EXPECT_EQ(emit(derived, "e-derived"), emit(golden("qwen3_next-tiny"), "e-given"));
+  const json trace = json::parse(slurp(golden("qwen3_next-tiny") / "trace.json"));
+  const auto& p0 = trace.at("prompts").at(0);
+  std::string ids;
+  for (const auto& id : p0.at("prompt_ids")) ids += (ids.empty() ? "" : ",") + std::to_string(id.get<int>());
+  const auto oracle = metainfer({"oracle", "--model", derived.string(), "--prompt-ids", ids, "--max-new-tokens", "4", "--json"});
+  ASSERT_EQ(oracle.exit_code, 0) << oracle.err;
+  const std::vector<int> greedy = p0.at("greedy_ids").get<std::vector<int>>();
+  EXPECT_EQ(mi_test::last_json_line(oracle.out).at("output_ids").get<std::vector<int>>(),
+            std::vector<int>(greedy.begin(), greedy.begin() + 4));
+  // Interval 2: layers 1 and 3 are full attention, so these weights (linear attention at layer 1) no longer fit and
+  // the report names the attention tensors layer 1 now needs.
+  const auto every_other = edited_next_tiny(dir, "every-other", [](json& c) {
+    c.erase("layer_types");
+    c["full_attention_interval"] = 2;
+  });
+  const auto mismatch = metainfer({"plan", "--model", every_other.string()});
+  EXPECT_EQ(mismatch.exit_code, 2);
+  EXPECT_NE(mismatch.err.find("missing tensor model.layers.1.self_attn.q_proj.weight"), std::string::npos) << mismatch.err;
+  EXPECT_EQ(mismatch.err.find("model.layers.3.self_attn"), std::string::npos) << mismatch.err;
+  // Neither layer_types nor an interval: exit 2 naming the config field.
+  const auto none = edited_next_tiny(dir, "none", [](json& c) { c.erase("layer_types"); });
+  const auto r = metainfer({"plan", "--model", none.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("config.json: field 'layer_types'"), std::string::npos) << r.err;
+}
+
+// A Qwen3-Next config with dense-MLP layers (mlp_only_layers) is a named gap, not a list of missing expert tensors.
+TEST(Plan, MlpOnlyLayersIsAGapForQwen3Next) {
+  mi_test::TempDir dir("mlp-only");
+  const auto model = edited_next_tiny(dir, "m", [](json& c) { c["mlp_only_layers"] = json::array({1}); });
+  const auto r = metainfer({"plan", "--model", model.string(), "--json"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_TRUE(gap_ids(json::parse(r.out)).count("mlp_only_layers")) << r.out;
+}
+
+TEST(Plan, ExpertsPerTokenOutsideTheExpertCountExitsTwo) {
+  mi_test::TempDir dir("topk");
+  for (const int k : {0, 9}) {
+    const auto model = edited_next_tiny(dir, "k" + std::to_string(k), [k](json& c) { c["num_experts_per_tok"] = k; });
+    const auto r = metainfer({"plan", "--model", model.string()});
+    EXPECT_EQ(r.exit_code, 2) << k;
+    EXPECT_NE(r.err.find("num_experts_per_tok"), std::string::npos) << r.err;
+  }
+}
+
+// The generator has no int8 experts: a MoE family with dtype int8 is a named gap (exit 3), not a plan that
+// `generate` then refuses.
+TEST(Plan, Int8ForMixtureOfExpertsIsAGap) {
+  const auto r = metainfer({"plan", "--model", golden("qwen3_next-tiny").string(), "--dtype", "int8", "--json"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  const json plan = json::parse(r.out);
+  EXPECT_TRUE(gap_ids(plan).count("int8_moe")) << plan.dump(1);
+  const auto dense = metainfer({"plan", "--model", golden("qwen3_5-tiny").string(), "--dtype", "int8", "--json"});
+  EXPECT_EQ(dense.exit_code, 0) << dense.out << dense.err;
 }
 
 TEST(Plan, ImpossibleValuesExitTwoNamingTheField) {
