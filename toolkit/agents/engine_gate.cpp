@@ -1,5 +1,7 @@
 #include "agents/engine_gate.h"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "agents/isolated_command.h"
@@ -33,34 +35,97 @@ std::string evidence_of(const json& report) {
 
 }  // namespace
 
+namespace {
+
+struct VerifierRun {
+  bool timed_out = false;
+  int exit_code = -1;
+  std::optional<json> report;  // the verifier's --json report; none when it gave none
+  std::string output_tail;
+};
+
+// `metainfer verify . --only <only> --allow-modified-sources --json` in the run directory, isolated.
+VerifierRun run_verifier(const EngineGateOptions& o, const fs::path& run_dir, const std::string& only, int threads) {
+  std::vector<fs::path> readonly = {o.source_dir};
+  if (!o.metainfer_binary.empty() && o.metainfer_binary.lexically_relative(o.source_dir).string().rfind("..", 0) == 0)
+    readonly.push_back(o.metainfer_binary.parent_path());
+  std::map<std::string, std::string> env;
+  if (const std::string cache = host_ccache_dir(); !cache.empty()) {
+    readonly.push_back(cache);
+    env = {{"CCACHE_DISABLE", ""}, {"CCACHE_DIR", cache}, {"CCACHE_READONLY", "1"}, {"CCACHE_TEMPDIR", "/tmp"}};
+  }
+  std::string command = "'";
+  command.append(o.metainfer_binary.string()).append("' verify . --only ").append(only);
+  command.append(" --allow-modified-sources --threads ").append(std::to_string(std::max(1, threads))).append(" --json");
+  // Protected paths stay read-only, except reports/: the verifier writes reports/verification.{json,md} there.
+  std::vector<fs::path> overlays;
+  for (const auto& p : protected_mount_points(run_dir))
+    if (p != run_dir / "reports") overlays.push_back(p);
+  const CommandResult r = run_isolated_command(command, run_dir, readonly, o.timeout_s, o.max_evidence_bytes * 4, {}, overlays, env);
+  VerifierRun v;
+  v.timed_out = r.timed_out;
+  v.exit_code = r.exit_code;
+  v.output_tail = process::tail(r.output, o.max_evidence_bytes);
+  if (!r.timed_out) {
+    try {
+      v.report = process::last_json_line(r.output);
+    } catch (const std::exception&) {
+    }
+  }
+  return v;
+}
+
+std::string verifier_failure(const EngineGateOptions& o, const VerifierRun& v) {
+  if (v.timed_out) return "the verifier timed out after " + std::to_string(int(o.timeout_s)) + " s\n" + v.output_tail;
+  return "the verifier gave no report (exit status " + std::to_string(v.exit_code) + "):\n" + v.output_tail;
+}
+
+}  // namespace
+
 GateRunner engine_stage_gate(EngineGateOptions o) {
   return [o](const fs::path& run_dir, const std::string& stage) -> GateOutcome {
-    std::vector<fs::path> readonly = {o.source_dir};
-    if (!o.metainfer_binary.empty() && o.metainfer_binary.lexically_relative(o.source_dir).string().rfind("..", 0) == 0)
-      readonly.push_back(o.metainfer_binary.parent_path());
-    std::map<std::string, std::string> env;
-    if (const std::string cache = host_ccache_dir(); !cache.empty()) {
-      readonly.push_back(cache);
-      env = {{"CCACHE_DISABLE", ""}, {"CCACHE_DIR", cache}, {"CCACHE_READONLY", "1"}, {"CCACHE_TEMPDIR", "/tmp"}};
-    }
-    std::string command = "'";
-    command.append(o.metainfer_binary.string()).append("' verify . --only L1_stage:").append(stage);
-    command.append(" --allow-modified-sources --threads 1 --json");
-    // Protected paths stay read-only, except reports/: the verifier writes reports/verification.{json,md} there.
-    std::vector<fs::path> overlays;
-    for (const auto& p : protected_mount_points(run_dir))
-      if (p != run_dir / "reports") overlays.push_back(p);
-    const CommandResult r = run_isolated_command(command, run_dir, readonly, o.timeout_s, o.max_evidence_bytes * 4, {}, overlays, env);
-    if (r.timed_out) return {false, "the verifier timed out after " + std::to_string(int(o.timeout_s)) + " s\n" + process::tail(r.output, o.max_evidence_bytes)};
-    json report;
-    try {
-      report = process::last_json_line(r.output);
-    } catch (const std::exception&) {
-      return {false, "the verifier gave no report (exit status " + std::to_string(r.exit_code) + "):\n" + process::tail(r.output, o.max_evidence_bytes)};
-    }
-    const bool passed = r.exit_code == 0 && report.value("state", "") == "PASSED:L1_stage:" + stage;
-    return {passed, process::tail(evidence_of(report), o.max_evidence_bytes)};
+    const VerifierRun v = run_verifier(o, run_dir, "L1_stage:" + stage, 1);
+    if (!v.report) return {false, verifier_failure(o, v)};
+    const bool passed = v.exit_code == 0 && v.report->value("state", "") == "PASSED:L1_stage:" + stage;
+    return {passed, process::tail(evidence_of(*v.report), o.max_evidence_bytes)};
   };
+}
+
+bool is_engine_directory(const fs::path& dir, const std::string& stage) {
+  return fs::is_regular_file(dir / "MANIFEST.json") && fs::is_regular_file(dir / "tests" / ("stage_" + stage + "_test.cpp"));
+}
+
+GateRunner engine_or_script_gate(EngineGateOptions options, double script_timeout_s) {
+  GateRunner engine = engine_stage_gate(options), script = script_gate(script_timeout_s);
+  return [engine, script](const fs::path& run_dir, const std::string& stage) {
+    return is_engine_directory(run_dir, stage) ? engine(run_dir, stage) : script(run_dir, stage);
+  };
+}
+
+FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path& engine_dir, int threads) {
+  const VerifierRun v = run_verifier(o, engine_dir, kAgentFinalGates, threads);
+  FinalGatesOutcome out;
+  if (!v.report) {
+    out.state = "FAILED:verifier";
+    out.evidence = verifier_failure(o, v);
+    return out;
+  }
+  out.state = v.report->value("state", "");
+  out.evidence = process::tail(evidence_of(*v.report), o.max_evidence_bytes);
+  out.passed = v.exit_code == 0 && out.state == std::string("PASSED:") + kAgentFinalGates;
+  // Every selected gate must have run and passed: a report missing acceptance or L3 is no acceptance.
+  bool acceptance = false, evidence = false;
+  for (const json& g : v.report->value("gates", json::array())) {
+    const std::string id = g.value("id", "");
+    if (id == "PASS_VERIFIED" && g.value("passed", false)) {
+      acceptance = true;
+      out.acceptance = g.contains("evidence") ? g["evidence"].value("state", "PASS_VERIFIED") : "PASS_VERIFIED";
+    }
+    if (id.rfind("L3", 0) == 0 && g.value("passed", false)) evidence = true;
+  }
+  out.passed = out.passed && acceptance && evidence;
+  if (!out.passed) out.acceptance.clear();
+  return out;
 }
 
 }  // namespace mi::agents

@@ -25,4 +25,26 @@ struct EngineGateOptions {
 // The gate for stage ids "basic_execution", "model_components", "framework_integration" (the engine's stage tests).
 GateRunner engine_stage_gate(EngineGateOptions options);
 
+// True when `dir` is an engine directory (MANIFEST.json) carrying the test contract of `stage`
+// (tests/stage_<stage>_test.cpp): the real gate can judge it.
+bool is_engine_directory(const std::filesystem::path& dir, const std::string& stage);
+
+// engine_stage_gate for a run directory that is an engine directory, the protected script gates/<stage>.sh
+// otherwise: decided per call, so one runner serves every run directory of an evolution.
+GateRunner engine_or_script_gate(EngineGateOptions options, double script_timeout_s);
+
+// The final gates on an agent-written engine, exactly the knowledge backend's after its sources check: `metainfer
+// verify DIR --only L0_provenance,L1,PASS_VERIFIED,L3 --allow-modified-sources` (B0 rebuilds, then provenance, every
+// stage's test contract, acceptance on the checkpoint in every mode, L3 against the targets), isolated as above.
+struct FinalGatesOutcome {
+  bool passed = false;
+  std::string acceptance;  // the acceptance route when it passed: "PASS_VERIFIED" | "PASS_VERIFIED_ORACLE"; else ""
+  std::string state;       // the verifier's state, e.g. "PASSED:L0_provenance,L1,PASS_VERIFIED,L3" or "FAILED:PASS_VERIFIED"
+  std::string evidence;    // every gate's line and each failing gate's evidence
+};
+FinalGatesOutcome engine_final_gates(const EngineGateOptions& options, const std::filesystem::path& engine_dir, int threads);
+
+// The gate prefixes engine_final_gates selects (for the CLI's help and the README).
+inline constexpr const char* kAgentFinalGates = "L0_provenance,L1,PASS_VERIFIED,L3";
+
 }  // namespace mi::agents
