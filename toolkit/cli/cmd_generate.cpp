@@ -14,6 +14,7 @@
 #include "gates/gates.h"
 #include "generator/generator.h"
 #include "platform/cpu_info.h"
+#include "agents/llm_backend.h"
 #include "cli/agents_generation.h"
 #include "tune/kernel_tuner.h"
 
@@ -60,7 +61,7 @@ void register_generate_command(CLI::App& app, int& exit_code) {
       if (opts->no_verify) throw mi::Error("--no-verify: --backend agents is judged by the gates in every stage; it cannot skip them");
       if (!opts->fault.empty()) throw mi::Error("--inject-fault is a test of the knowledge backend's gates; not with --backend agents");
       opts->agents.llm.ckb_dir = opts->ckb_dir;
-      backend_config(opts->agents.llm);  // a missing model or key fails here, before anything is written
+      agents::make_backend(backend_config(opts->agents.llm));  // a missing model or key fails here, before anything is written
     }
     const ckb::Ckb ckb = ckb::load(opts->ckb_dir);
     coverage::Plan plan = coverage::plan_for(ckb, opts->file, opts->overrides);
