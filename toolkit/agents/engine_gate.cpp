@@ -6,6 +6,7 @@
 
 #include "agents/isolated_command.h"
 #include "agents/protected_files.h"
+#include "generator/generator.h"
 #include "process/subprocess.h"
 
 namespace mi::agents {
@@ -84,9 +85,21 @@ std::string verifier_failure(const EngineGateOptions& o, const VerifierRun& v) {
 
 GateRunner engine_stage_gate(EngineGateOptions o) {
   return [o](const fs::path& run_dir, const std::string& stage) -> GateOutcome {
-    const VerifierRun v = run_verifier(o, run_dir, "L1_stage:" + stage, 1);
+    // The stage and every stage before it (MANIFEST.json order): a later stage's edits must not break an earlier
+    // stage, and after the last stage this one run has judged every stage on the final sources.
+    std::string only;
+    try {
+      for (const std::string& s : generator::load_engine(run_dir).stage_tests) {
+        only += (only.empty() ? "" : ",") + ("L1_stage:" + s);
+        if (s == stage) break;
+      }
+    } catch (const std::exception& e) {
+      return {false, std::string("the run directory is not a readable engine directory: ") + e.what()};
+    }
+    if (only.find("L1_stage:" + stage) == std::string::npos) return {false, "the engine has no stage test for stage '" + stage + "'"};
+    const VerifierRun v = run_verifier(o, run_dir, only, 1);
     if (!v.report) return {false, verifier_failure(o, v)};
-    const bool passed = v.exit_code == 0 && v.report->value("state", "") == "PASSED:L1_stage:" + stage;
+    const bool passed = v.exit_code == 0 && v.report->value("state", "") == "PASSED:" + only;
     return {passed, process::tail(evidence_of(*v.report), o.max_evidence_bytes)};
   };
 }
@@ -103,27 +116,39 @@ GateRunner engine_or_script_gate(EngineGateOptions options, double script_timeou
 }
 
 FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path& engine_dir, int threads) {
-  const VerifierRun v = run_verifier(o, engine_dir, kAgentFinalGates, threads);
+  // On the host, as `generate` runs the knowledge backend's gates: acceptance and L3 run the engine only inside the
+  // gate runner's own bubblewrap sandbox, which cannot be nested inside run_isolated_command's.
+  const process::RunResult r =
+      process::run({o.metainfer_binary.string(), "verify", engine_dir.string(), "--only", kAgentFinalGates, "--allow-modified-sources",
+                    "--threads", std::to_string(std::max(1, threads)), "--json"},
+                   {.timeout_s = o.timeout_s});
   FinalGatesOutcome out;
-  if (!v.report) {
+  json report;
+  try {
+    if (r.timed_out) throw std::runtime_error("timed out");
+    report = process::last_json_line(r.out);
+  } catch (const std::exception&) {
     out.state = "FAILED:verifier";
-    out.evidence = verifier_failure(o, v);
+    out.evidence = (r.timed_out ? "the verifier timed out after " + std::to_string(int(o.timeout_s)) + " s\n"
+                                : "the verifier gave no report (exit status " + std::to_string(r.exit_code) + "):\n") +
+                   process::tail(r.out + r.err, o.max_evidence_bytes);
     return out;
   }
-  out.state = v.report->value("state", "");
-  out.evidence = process::tail(evidence_of(*v.report), o.max_evidence_bytes);
-  out.passed = v.exit_code == 0 && out.state == std::string("PASSED:") + kAgentFinalGates;
-  // Every selected gate must have run and passed: a report missing acceptance or L3 is no acceptance.
-  bool acceptance = false, evidence = false;
-  for (const json& g : v.report->value("gates", json::array())) {
+  out.state = report.value("state", "");
+  out.evidence = process::tail(evidence_of(report), o.max_evidence_bytes);
+  // Every selected gate must have run and passed: a report without acceptance or L3 is no acceptance.
+  bool acceptance = false, evidence = false, provenance = false;
+  for (const json& g : report.value("gates", json::array())) {
     const std::string id = g.value("id", "");
-    if (id == "PASS_VERIFIED" && g.value("passed", false)) {
+    const bool passed = g.value("passed", false);
+    if (id == "L0_provenance" && passed) provenance = true;
+    if (id == "PASS_VERIFIED" && passed) {
       acceptance = true;
       out.acceptance = g.contains("evidence") ? g["evidence"].value("state", "PASS_VERIFIED") : "PASS_VERIFIED";
     }
-    if (id.rfind("L3", 0) == 0 && g.value("passed", false)) evidence = true;
+    if (id.rfind("L3", 0) == 0 && passed) evidence = true;
   }
-  out.passed = out.passed && acceptance && evidence;
+  out.passed = r.exit_code == 0 && out.state == std::string("PASSED:") + kAgentFinalGates && provenance && acceptance && evidence;
   if (!out.passed) out.acceptance.clear();
   return out;
 }

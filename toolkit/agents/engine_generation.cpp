@@ -89,7 +89,8 @@ EngineGenerationResult generate_engine_with_agents(AgentRun& run, const std::vec
   std::string strategy = "# Strategy (written by the workflow)\n\nRoute: regular generation with LLM implementers; the "
                          "engine's stages, in order, each judged by its test contract:\n\n";
   for (const auto& b : stages) strategy += "1. " + b.stage + " (tests/stage_" + b.stage + "_test.cpp)\n";
-  strategy += "\nThen the final gates: build, provenance, every stage again, acceptance on the checkpoint, L3.\n";
+  strategy += "\nEach stage's gate also reruns the earlier stages' tests. Then the final gates: build, provenance, "
+              "acceptance on the checkpoint in every mode the engine ships, L3.\n";
   write_text(dir / "strategy" / "strategy.md", strategy);
 
   EngineGenerationResult result;

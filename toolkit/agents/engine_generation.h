@@ -2,9 +2,10 @@
 // directory the knowledge generator laid down (CMakeLists.txt, the stage test contracts, plan.json, MANIFEST.json,
 // and the sources drafted from the CKB's components). The implementers own src/: stage by stage, in the CKB's stage
 // order, they write and repair the sources that implement the stage's contracts until the real L1 stage gate passes
-// (bounded repair rounds, the gate's evidence and the spec reviewer's report fed to the next round). Only when every
-// stage passed do the final gates run (engine_final_gates: B0, L0 provenance, every stage again, acceptance, L3),
-// exactly as for the knowledge backend but for the sources check, which agent-written sources fail by design.
+// (bounded repair rounds, the gate's evidence and the spec reviewer's report fed to the next round; each stage gate
+// also reruns the earlier stages' tests). Only when every stage passed do the final gates run (engine_final_gates:
+// B0, L0 provenance, acceptance, L3), as for the knowledge backend but for the sources check, which agent-written
+// sources fail by design.
 //
 // Why the draft: B0 builds the whole engine for every stage gate, so the basic_execution gate cannot run before the
 // sources of the later stages exist; the draft is what the later stages start from, and what they are judged on is
