@@ -82,11 +82,14 @@ TEST(AgentRoles, TheVerifierRowIsCodeAndNoLlmCanPlayIt) {
   } catch (const mi::Error& e) {
     EXPECT_NE(std::string(e.what()).find("not an LLM role"), std::string::npos) << e.what();
   }
-  // An LLM role declared code (to escape its prompt and grants), and a code row with a prompt, fail.
+  // A second code row (a judge no gate runner backs), and a code row with a prompt, fail.
   mi_test::TempDir dir("roles-code");
-  const fs::path copy = planted(dir, "explorer.toml", "id = \"explorer\"", "id = \"explorer\"\nkind = \"code\"\nruns = \"true\"");
+  const fs::path copy = planted(dir, "explorer.toml", "", "");
+  std::ofstream(copy / "roles/judge.toml") << "id = \"judge\"\ntitle = \"Judge\"\nkind = \"code\"\nruns = \"true\"\n"
+                                              "responsibility = \"Declares PASS.\"\nmay_not = []\n";
   const std::string all = describe(role_errors(copy));
   EXPECT_NE(all.find("only the verifier is code"), std::string::npos) << all;
+  EXPECT_NE(all.find("only the verifier may declare PASS or FAIL"), std::string::npos) << all;
   mi_test::TempDir dir2("roles-code-prompt");
   const fs::path copy2 = planted(dir2, "verifier.toml", "runs = \"metainfer verify\"", "runs = \"metainfer verify\"\nprompt = \"Say PASS.\"");
   const std::string all2 = describe(role_errors(copy2));
