@@ -2,8 +2,9 @@
 // endpoint on loopback: entered only when coverage fails (the plan's gaps are the brief; plan.json and config.json
 // the inputs), a delta that is consolidated and passes the candidate gate is NOT merged while the SWITCH=OFF
 // regeneration fails; the failure analyst's report seeds the next round; an endpoint that stops mid-round leaves it
-// resumable; the resumed round is absorbed and only then is the delta in the CKB. The gate is a protected script
-// (the real engine gate inside evolve is exercised by AgentEvolveEngineGate below without an LLM round).
+// resumable; the resumed round is absorbed and only then is the delta in the CKB. The first test's gate is a
+// protected script; RoundsOverAnEngineAreJudgedByTheRealStageGate runs the rounds over an engine under the real L1
+// stage gate (four engine builds).
 #include <gtest/gtest.h>
 
 #include "../toolkit_support.h"
@@ -143,6 +144,70 @@ TEST(Evolve, ACoveredTargetNeedsNoRoundUnlessForced) {
   EXPECT_EQ(b.exit_code, 2);
   EXPECT_NE(b.err.find("gates/kernel.sh"), std::string::npos) << b.err;
   EXPECT_NE(b.err.find("tests/stage_kernel_test.cpp"), std::string::npos) << b.err;
+}
+
+// Evolution over an engine: --contracts is an engine directory (generate --no-verify) whose RMSNorm kernel is broken,
+// so the CKB's draft alone does not pass; candidate and regeneration are judged by the real L1 stage gate (the engine
+// is built for each). Round 1: the candidate repairs the kernel and passes, the regeneration does nothing and fails:
+// nothing merged. Round 2 (resumed): both repair it, and only then is the delta merged.
+TEST(Evolve, RoundsOverAnEngineAreJudgedByTheRealStageGate) {
+  if (mi::agents::command_isolation().kind != mi::agents::IsolationKind::bubblewrap) GTEST_SKIP() << "the engine gate runs under bubblewrap";
+  mi_test::TempDir dir("evolve-engine");
+  const fs::path ckb = dir / "ckb", engine = dir / "engine", work = dir / "work";
+  fs::copy(fs::path(METAINFER_SOURCE_DIR) / "ckb", ckb, fs::copy_options::recursive);
+  const std::string model = mi_test::golden("qwen3-tiny").string();
+  const auto gen = mi_test::metainfer({"generate", "--model", model, "--platform", "x86-64-avx2", "-o", engine.string(), "--no-verify"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+  const std::string kernel = "src/kernels/avx2/avx2.cpp", good = "sum_sq / float(n) + eps", bad = "sum_sq + eps";
+  std::string text = slurp(engine / kernel);
+  ASSERT_NE(text.find(good), std::string::npos);
+  text.replace(text.find(good), good.size(), bad);
+  write(engine / kernel, text);
+  const json repair = {{"respond", {{"tool_calls", {call("e", "edit_file", {{"path", kernel}, {"old", bad}, {"new", good}})}}}}};
+  const fs::path merged = ckb / "knowledge/rmsnorm_mean.md";
+  const std::string delta = "# RMSNorm divides the sum of squares by n.\n";
+  auto evolve = [&](const mi_test::ScriptedLlmServer& server, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"evolve", "--model", model, "--force", "--work-dir", work.string(), "--contracts", engine.string(),
+                                     "--stage", "basic_execution", "--ckb", ckb.string(), "--max-repair-rounds", "0", "--llm-url",
+                                     server.base_url() + "/v1", "--llm-model", "scripted", "--llm-attempts", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return mi_test::metainfer(args, 900);
+  };
+  {
+    mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+        write_step("exploration/notes.md", "RMSNorm: mean of squares.\n"), kDone,
+        write_step("ckb_delta/knowledge/rmsnorm_mean.md", delta), kDone,
+        repair, kDone,                                                                   // candidate: repaired, passes
+        {{"respond", {{"text", "Nothing to change."}}}},                                  // regeneration: fails
+        write_step("failure/analysis.md", "The regeneration left RMSNorm broken.\n", {{"body_contains", {"FAILED L1_stage:basic_execution"}}}),
+        kDone,
+    })}});
+    const auto r = evolve(server, {"--max-rounds", "1"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+    const json last = mi_test::last_json_line(r.out);
+    EXPECT_EQ(last["state"], "FAILED") << r.out;
+    EXPECT_EQ(last["gate"], "engine");
+    EXPECT_FALSE(fs::exists(merged));
+    const std::string candidate = slurp(work / "evo-001/candidate/reports/basic_execution/round-0.txt");
+    EXPECT_NE(candidate.find("PASSED L1_stage:basic_execution"), std::string::npos) << candidate;
+    EXPECT_NE(slurp(work / "evo-001/regen/reports/basic_execution/round-0.txt").find("FAILED L1_stage:basic_execution"), std::string::npos);
+  }
+  {
+    mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+        write_step("exploration/notes.md", "Repair RMSNorm in the regeneration too.\n", {{"body_contains", {"seed/failure.md"}}}), kDone,
+        write_step("ckb_delta/knowledge/rmsnorm_mean.md", delta), kDone,
+        repair, kDone,
+        repair, kDone,
+    })}});
+    const auto r = evolve(server, {"--resume", "--max-rounds", "2"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+    EXPECT_EQ(mi_test::last_json_line(r.out)["state"], "ABSORBED") << r.out;
+    ASSERT_TRUE(fs::exists(merged));
+    EXPECT_NE(slurp(merged).find("evo-002"), std::string::npos) << slurp(merged);
+    EXPECT_NE(slurp(work / "evo-002/regen/reports/basic_execution/round-0.txt").find("PASSED L1_stage:basic_execution"), std::string::npos);
+  }
 }
 
 // Inside evolve, a run directory that is an engine directory is judged by the real engine gate, any other by its
