@@ -115,13 +115,14 @@ GateRunner engine_or_script_gate(EngineGateOptions options, double script_timeou
   };
 }
 
-FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path& engine_dir, int threads) {
+FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path& engine_dir, int threads,
+                                     const std::vector<fs::path>& golden_cases) {
   // On the host, as `generate` runs the knowledge backend's gates: acceptance and L3 run the engine only inside the
   // gate runner's own bubblewrap sandbox, which cannot be nested inside run_isolated_command's.
-  const process::RunResult r =
-      process::run({o.metainfer_binary.string(), "verify", engine_dir.string(), "--only", kAgentFinalGates, "--allow-modified-sources",
-                    "--threads", std::to_string(std::max(1, threads)), "--json"},
-                   {.timeout_s = o.timeout_s});
+  std::vector<std::string> argv = {o.metainfer_binary.string(), "verify", engine_dir.string(), "--only", kAgentFinalGates,
+                                   "--allow-modified-sources", "--threads", std::to_string(std::max(1, threads)), "--json"};
+  for (const auto& g : golden_cases) argv.insert(argv.end(), {"--golden", g.string()});
+  const process::RunResult r = process::run(argv, {.timeout_s = o.timeout_s});
   FinalGatesOutcome out;
   json report;
   try {

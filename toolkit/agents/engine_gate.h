@@ -11,6 +11,7 @@
 // nothing the agents' code does can write into it.
 #pragma once
 #include <filesystem>
+#include <vector>
 
 #include "agents/stage_loop.h"
 
@@ -48,7 +49,9 @@ struct FinalGatesOutcome {
   std::string state;       // the verifier's state, e.g. "PASSED:L0_provenance,PASS_VERIFIED,L3" or "FAILED:PASS_VERIFIED"
   std::string evidence;    // every gate's line and each failing gate's evidence
 };
-FinalGatesOutcome engine_final_gates(const EngineGateOptions& options, const std::filesystem::path& engine_dir, int threads);
+// golden_cases: as `generate --golden` (empty: the verifier's discovery under tests/data/golden).
+FinalGatesOutcome engine_final_gates(const EngineGateOptions& options, const std::filesystem::path& engine_dir, int threads,
+                                     const std::vector<std::filesystem::path>& golden_cases = {});
 
 // The gate prefixes engine_final_gates selects (for the CLI's help and the README).
 inline constexpr const char* kAgentFinalGates = "L0_provenance,PASS_VERIFIED,L3";

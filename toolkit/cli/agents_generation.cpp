@@ -42,7 +42,9 @@ int run_agents_generation(const ckb::Ckb& ckb, const coverage::Plan& plan, const
   if (!json) std::cerr << "metainfer generate --backend agents: " << stages.size() << " stage(s) in " << engine.dir.string() << "\n";
   const agents::EngineGenerationResult r = agents::generate_engine_with_agents(
       *run, stages, {o.max_repair_rounds, !o.no_review}, agents::engine_stage_gate(gate_options),
-      [&](const fs::path& dir) { return agents::engine_final_gates(gate_options, dir, threads); });
+      [&](const fs::path& dir) {
+        return agents::engine_final_gates(gate_options, dir, threads, std::vector<fs::path>(o.golden.begin(), o.golden.end()));
+      });
   run->write_records();
 
   const bool accepted = r.state == "PASS_VERIFIED" || r.state == "PASS_VERIFIED_ORACLE";

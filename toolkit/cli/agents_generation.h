@@ -20,6 +20,7 @@ struct AgentsGenerationOptions {
   int max_repair_rounds = 2;
   bool no_review = false;
   double gate_timeout_s = 1800;
+  std::vector<std::string> golden;  // generate's --golden, for the final gates
 };
 
 // The LLM flags (without --ckb, which generate has) and --max-repair-rounds, --no-review, --gate-timeout-s.

@@ -61,6 +61,7 @@ void register_generate_command(CLI::App& app, int& exit_code) {
       if (opts->no_verify) throw mi::Error("--no-verify: --backend agents is judged by the gates in every stage; it cannot skip them");
       if (!opts->fault.empty()) throw mi::Error("--inject-fault is a test of the knowledge backend's gates; not with --backend agents");
       opts->agents.llm.ckb_dir = opts->ckb_dir;
+      opts->agents.golden = opts->golden;
       agents::make_backend(backend_config(opts->agents.llm));  // a missing model or key fails here, before anything is written
     }
     const ckb::Ckb ckb = ckb::load(opts->ckb_dir);
