@@ -63,9 +63,17 @@ std::vector<EngineStageBrief> engine_stage_briefs(const ckb::Ckb& ckb, const fs:
     if (std::find(engine.stage_tests.begin(), engine.stage_tests.end(), stage) == engine.stage_tests.end()) continue;
     EngineStageBrief b;
     b.stage = stage;
-    std::set<std::string> ids;
+    // This engine's contracts only: those its plan requires and those its files implement (a dense model's engine
+    // has no Gated DeltaNet to write, though the CKB's model_components stage knows one).
+    std::set<std::string> engine_contracts, ids;
+    for (const auto& f : engine.manifest.at("files")) engine_contracts.insert(f.value("contract", ""));
+    if (fs::is_regular_file(engine_dir / "plan.json")) {
+      const json plan = json::parse(generator::read_file(engine_dir / "plan.json"), nullptr, false);
+      if (!plan.is_discarded())
+        for (const json& r : plan.value("requirements", json::array())) engine_contracts.insert(r.value("contract", ""));
+    }
     for (const auto& c : ckb.contracts)
-      if (c.stage == stage) {
+      if (c.stage == stage && engine_contracts.count(c.id)) {
         b.contracts.push_back(&c);
         ids.insert(c.id);
       }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "../toolkit_support.h"
+#include "agents/engine_generation.h"
 #include "agents/isolated_command.h"
 #include "agents_test_support.h"
 #include "scripted_llm_server.h"
@@ -40,6 +41,32 @@ TEST(AgentGenerateCli, ImplementerTamperingWithTheTestContractsIsCaughtBeforeAny
   EXPECT_FALSE(fs::exists(engine / "build"));  // no gate ran, nothing was built
   EXPECT_NE(slurp(engine / "tests/stage_basic_execution_test.cpp").find("TEST("), std::string::npos);
   EXPECT_EQ(json::parse(slurp(engine / "metrics.json"))["totals"]["violations"], 1);
+}
+
+// What each stage's implementer is told: the CKB's stages in order, each with only this engine's contracts of the
+// stage and the files implementing them.
+TEST(AgentGenerateCli, StageBriefsNameThisEnginesContractsAndFiles) {
+  mi_test::TempDir dir("agents-generate-briefs");
+  const fs::path engine = dir / "engine";
+  const auto gen = mi_test::metainfer({"generate", "--model", mi_test::golden("qwen3-tiny").string(), "--platform", "x86-64-avx2",
+                                       "-o", engine.string(), "--no-verify"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  const mi::ckb::Ckb ckb = mi::ckb::load(fs::path(METAINFER_SOURCE_DIR) / "ckb");
+  const auto briefs = mi::agents::engine_stage_briefs(ckb, engine);
+  ASSERT_EQ(briefs.size(), 3u);
+  EXPECT_EQ(briefs[0].stage, "basic_execution");
+  EXPECT_EQ(briefs[1].stage, "model_components");
+  EXPECT_EQ(briefs[2].stage, "framework_integration");
+  auto has = [](const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  EXPECT_TRUE(has(briefs[0].files, "src/kernels/avx2/avx2.cpp"));
+  EXPECT_TRUE(has(briefs[1].files, "src/model/attention.h"));
+  EXPECT_FALSE(has(briefs[0].files, "src/model/attention.h"));
+  std::vector<std::string> model_contracts;
+  for (const auto* c : briefs[1].contracts) model_contracts.push_back(c->id);
+  EXPECT_TRUE(has(model_contracts, "gqa_attention"));
+  EXPECT_FALSE(has(model_contracts, "gated_delta_rule"));  // a dense Qwen3 has no Gated DeltaNet to write
+  EXPECT_NE(briefs[1].objective.find("tests/stage_model_components_test.cpp"), std::string::npos);
+  EXPECT_THROW(mi::agents::engine_stage_briefs(ckb, dir.path()), mi::Error);  // no engine there
 }
 
 TEST(AgentGenerateCli, BadInputExitsTwoBeforeAnythingIsWritten) {
