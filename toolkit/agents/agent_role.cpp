@@ -47,13 +47,26 @@ AgentRoleSpec load_role(const fs::path& file) {
   r.source = file;
   r.id = str("id", true);
   r.title = str("title", true);
+  r.kind = t.contains("kind") ? str("kind", true) : "llm";
+  r.responsibility = str("responsibility", true);
+  r.may_not = strings("may_not");
+  for (const auto& [k, v] : t)
+    if (k != "id" && k != "title" && k != "kind" && k != "runs" && k != "responsibility" && k != "may_not" && k != "prompt" &&
+        k != "tools" && k != "write_paths")
+      fail(file.string(), ": unknown field '", std::string(k.str()), "'");
+  if (r.kind == "code") {
+    // A code row is run by the workflow, never prompted: a prompt or a tool grant would make it an LLM in disguise.
+    for (const char* key : {"prompt", "tools", "write_paths"})
+      if (t.contains(key)) fail(file.string(), ": field '", key, "': a role of kind \"code\" has none (no LLM plays it)");
+    r.runs = str("runs", true);
+    return r;
+  }
+  if (r.kind != "llm") fail(file.string(), ": field 'kind': expected \"llm\" or \"code\", got \"", r.kind, "\"");
+  if (t.contains("runs")) fail(file.string(), ": field 'runs': only a role of kind \"code\" runs a command");
   r.prompt = str("prompt", true);
   if (!t.contains("tools")) fail(file.string(), ": field 'tools': expected an array of strings");
   r.tools = strings("tools");
   r.write_paths = strings("write_paths");
-  for (const auto& [k, v] : t)
-    if (k != "id" && k != "title" && k != "prompt" && k != "tools" && k != "write_paths")
-      fail(file.string(), ": unknown field '", std::string(k.str()), "'");
   return r;
 }
 
@@ -70,7 +83,11 @@ std::vector<AgentRoleSpec> load_roles(const fs::path& dir) {
 
 AgentRoleSpec find_role(const fs::path& dir, const std::string& id) {
   for (auto& r : load_roles(dir))
-    if (r.id == id) return r;
+    if (r.id == id) {
+      if (!r.is_llm())
+        fail(r.source.string(), ": role '", id, "' is not an LLM role: it is code (", r.runs, "), and no LLM may play it");
+      return r;
+    }
   fail(dir.string(), ": no role '", id, "'");
 }
 

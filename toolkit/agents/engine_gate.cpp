@@ -1,9 +1,12 @@
 #include "agents/engine_gate.h"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "agents/isolated_command.h"
 #include "agents/protected_files.h"
+#include "generator/generator.h"
 #include "process/subprocess.h"
 
 namespace mi::agents {
@@ -33,34 +36,122 @@ std::string evidence_of(const json& report) {
 
 }  // namespace
 
+namespace {
+
+struct VerifierRun {
+  bool timed_out = false;
+  int exit_code = -1;
+  std::optional<json> report;  // the verifier's --json report; none when it gave none
+  std::string output_tail;
+};
+
+// `metainfer verify . --only <only> --allow-modified-sources --json` in the run directory, isolated.
+VerifierRun run_verifier(const EngineGateOptions& o, const fs::path& run_dir, const std::string& only, int threads) {
+  std::vector<fs::path> readonly = {o.source_dir};
+  if (!o.metainfer_binary.empty() && o.metainfer_binary.lexically_relative(o.source_dir).string().rfind("..", 0) == 0)
+    readonly.push_back(o.metainfer_binary.parent_path());
+  std::map<std::string, std::string> env;
+  if (const std::string cache = host_ccache_dir(); !cache.empty()) {
+    readonly.push_back(cache);
+    env = {{"CCACHE_DISABLE", ""}, {"CCACHE_DIR", cache}, {"CCACHE_READONLY", "1"}, {"CCACHE_TEMPDIR", "/tmp"}};
+  }
+  std::string command = "'";
+  command.append(o.metainfer_binary.string()).append("' verify . --only ").append(only);
+  command.append(" --allow-modified-sources --threads ").append(std::to_string(std::max(1, threads))).append(" --json");
+  // Protected paths stay read-only, except reports/: the verifier writes reports/verification.{json,md} there.
+  std::vector<fs::path> overlays;
+  for (const auto& p : protected_mount_points(run_dir))
+    if (p != run_dir / "reports") overlays.push_back(p);
+  const CommandResult r = run_isolated_command(command, run_dir, readonly, o.timeout_s, o.max_evidence_bytes * 4, {}, overlays, env);
+  VerifierRun v;
+  v.timed_out = r.timed_out;
+  v.exit_code = r.exit_code;
+  v.output_tail = process::tail(r.output, o.max_evidence_bytes);
+  if (!r.timed_out) {
+    try {
+      v.report = process::last_json_line(r.output);
+    } catch (const std::exception&) {
+    }
+  }
+  return v;
+}
+
+std::string verifier_failure(const EngineGateOptions& o, const VerifierRun& v) {
+  if (v.timed_out) return "the verifier timed out after " + std::to_string(int(o.timeout_s)) + " s\n" + v.output_tail;
+  return "the verifier gave no report (exit status " + std::to_string(v.exit_code) + "):\n" + v.output_tail;
+}
+
+}  // namespace
+
 GateRunner engine_stage_gate(EngineGateOptions o) {
   return [o](const fs::path& run_dir, const std::string& stage) -> GateOutcome {
-    std::vector<fs::path> readonly = {o.source_dir};
-    if (!o.metainfer_binary.empty() && o.metainfer_binary.lexically_relative(o.source_dir).string().rfind("..", 0) == 0)
-      readonly.push_back(o.metainfer_binary.parent_path());
-    std::map<std::string, std::string> env;
-    if (const std::string cache = host_ccache_dir(); !cache.empty()) {
-      readonly.push_back(cache);
-      env = {{"CCACHE_DISABLE", ""}, {"CCACHE_DIR", cache}, {"CCACHE_READONLY", "1"}, {"CCACHE_TEMPDIR", "/tmp"}};
-    }
-    std::string command = "'";
-    command.append(o.metainfer_binary.string()).append("' verify . --only L1_stage:").append(stage);
-    command.append(" --allow-modified-sources --threads 1 --json");
-    // Protected paths stay read-only, except reports/: the verifier writes reports/verification.{json,md} there.
-    std::vector<fs::path> overlays;
-    for (const auto& p : protected_mount_points(run_dir))
-      if (p != run_dir / "reports") overlays.push_back(p);
-    const CommandResult r = run_isolated_command(command, run_dir, readonly, o.timeout_s, o.max_evidence_bytes * 4, {}, overlays, env);
-    if (r.timed_out) return {false, "the verifier timed out after " + std::to_string(int(o.timeout_s)) + " s\n" + process::tail(r.output, o.max_evidence_bytes)};
-    json report;
+    // The stage and every stage before it (MANIFEST.json order): a later stage's edits must not break an earlier
+    // stage, and after the last stage this one run has judged every stage on the final sources.
+    std::string only;
     try {
-      report = process::last_json_line(r.output);
-    } catch (const std::exception&) {
-      return {false, "the verifier gave no report (exit status " + std::to_string(r.exit_code) + "):\n" + process::tail(r.output, o.max_evidence_bytes)};
+      for (const std::string& s : generator::load_engine(run_dir).stage_tests) {
+        only += (only.empty() ? "" : ",") + ("L1_stage:" + s);
+        if (s == stage) break;
+      }
+    } catch (const std::exception& e) {
+      return {false, std::string("the run directory is not a readable engine directory: ") + e.what()};
     }
-    const bool passed = r.exit_code == 0 && report.value("state", "") == "PASSED:L1_stage:" + stage;
-    return {passed, process::tail(evidence_of(report), o.max_evidence_bytes)};
+    if (only.find("L1_stage:" + stage) == std::string::npos) return {false, "the engine has no stage test for stage '" + stage + "'"};
+    const VerifierRun v = run_verifier(o, run_dir, only, 1);
+    if (!v.report) return {false, verifier_failure(o, v)};
+    const bool passed = v.exit_code == 0 && v.report->value("state", "") == "PASSED:" + only;
+    return {passed, process::tail(evidence_of(*v.report), o.max_evidence_bytes)};
   };
+}
+
+bool is_engine_directory(const fs::path& dir, const std::string& stage) {
+  return fs::is_regular_file(dir / "MANIFEST.json") && fs::is_regular_file(dir / "tests" / ("stage_" + stage + "_test.cpp"));
+}
+
+GateRunner engine_or_script_gate(EngineGateOptions options, double script_timeout_s) {
+  GateRunner engine = engine_stage_gate(options), script = script_gate(script_timeout_s);
+  return [engine, script](const fs::path& run_dir, const std::string& stage) {
+    return is_engine_directory(run_dir, stage) ? engine(run_dir, stage) : script(run_dir, stage);
+  };
+}
+
+FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path& engine_dir, int threads,
+                                     const std::vector<fs::path>& golden_cases) {
+  // On the host, as `generate` runs the knowledge backend's gates: acceptance and L3 run the engine only inside the
+  // gate runner's own bubblewrap sandbox, which cannot be nested inside run_isolated_command's.
+  std::vector<std::string> argv = {o.metainfer_binary.string(), "verify", engine_dir.string(), "--only", kAgentFinalGates,
+                                   "--allow-modified-sources", "--threads", std::to_string(std::max(1, threads)), "--json"};
+  for (const auto& g : golden_cases) argv.insert(argv.end(), {"--golden", g.string()});
+  const process::RunResult r = process::run(argv, {.timeout_s = o.timeout_s});
+  FinalGatesOutcome out;
+  json report;
+  try {
+    if (r.timed_out) throw std::runtime_error("timed out");
+    report = process::last_json_line(r.out);
+  } catch (const std::exception&) {
+    out.state = "FAILED:verifier";
+    out.evidence = (r.timed_out ? "the verifier timed out after " + std::to_string(int(o.timeout_s)) + " s\n"
+                                : "the verifier gave no report (exit status " + std::to_string(r.exit_code) + "):\n") +
+                   process::tail(r.out + r.err, o.max_evidence_bytes);
+    return out;
+  }
+  out.state = report.value("state", "");
+  out.evidence = process::tail(evidence_of(report), o.max_evidence_bytes);
+  // Every selected gate must have run and passed: a report without acceptance or L3 is no acceptance.
+  bool acceptance = false, evidence = false, provenance = false;
+  for (const json& g : report.value("gates", json::array())) {
+    const std::string id = g.value("id", "");
+    const bool passed = g.value("passed", false);
+    if (id == "L0_provenance" && passed) provenance = true;
+    if (id == "PASS_VERIFIED" && passed) {
+      acceptance = true;
+      out.acceptance = g.contains("evidence") ? g["evidence"].value("state", "PASS_VERIFIED") : "PASS_VERIFIED";
+    }
+    if (id.rfind("L3", 0) == 0 && passed) evidence = true;
+  }
+  out.passed = r.exit_code == 0 && out.state == std::string("PASSED:") + kAgentFinalGates && provenance && acceptance && evidence;
+  if (!out.passed) out.acceptance.clear();
+  return out;
 }
 
 }  // namespace mi::agents

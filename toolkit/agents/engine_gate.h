@@ -1,8 +1,9 @@
 // The real gates for agent-written engines: the run directory is an engine directory (laid down by the generator,
 // its stage tests and CMakeLists.txt protected), and a stage is judged by `metainfer verify DIR --only
-// L1_stage:<stage> --allow-modified-sources`: B0 builds the sources the agents wrote, then the stage's test-contract
-// executable must pass. The L0 sources gate is skipped because agent-written sources are, by design, not the
-// knowledge generator's output; everything after L1 (acceptance, L3) is a later step of the workflow.
+// L1_stage:<first>,...,L1_stage:<stage> --allow-modified-sources`: B0 builds the sources the agents wrote, then the
+// test-contract executables of the stage and the stages before it must pass. The L0 sources gate is skipped because
+// agent-written sources are, by design, not the knowledge generator's output; acceptance and L3 are the final gates
+// (engine_final_gates below).
 //
 // The verifier runs agent-written code (the stage tests link it), so it runs in the same isolation as agents'
 // commands: no network, the run directory writable, the toolkit's source tree read-only (the CKB, the gate bounds),
@@ -10,6 +11,7 @@
 // nothing the agents' code does can write into it.
 #pragma once
 #include <filesystem>
+#include <vector>
 
 #include "agents/stage_loop.h"
 
@@ -22,7 +24,36 @@ struct EngineGateOptions {
   std::size_t max_evidence_bytes = 16 * 1024;
 };
 
-// The gate for stage ids "basic_execution", "model_components", "framework_integration" (the engine's stage tests).
+// The gate for stage ids "basic_execution", "model_components", "framework_integration" (the engine's stage tests):
+// it runs the test contracts of the stage and of every stage before it (MANIFEST.json order), in one verify run.
 GateRunner engine_stage_gate(EngineGateOptions options);
+
+// True when `dir` is an engine directory (MANIFEST.json) carrying the test contract of `stage`
+// (tests/stage_<stage>_test.cpp): the real gate can judge it.
+bool is_engine_directory(const std::filesystem::path& dir, const std::string& stage);
+
+// engine_stage_gate for a run directory that is an engine directory, the protected script gates/<stage>.sh
+// otherwise: decided per call, so one runner serves every run directory of an evolution.
+GateRunner engine_or_script_gate(EngineGateOptions options, double script_timeout_s);
+
+// The final gates on an agent-written engine, the knowledge backend's after its sources check (which agent-written
+// sources fail by design) and its L1 (the last stage gate ran every stage's test contract on these same sources, and
+// no agent acts in between): `metainfer verify DIR --only L0_provenance,PASS_VERIFIED,L3 --allow-modified-sources`.
+// B0 rebuilds, then provenance, acceptance on the checkpoint in every mode the engine ships, L3 against the targets.
+// It runs on the host like the knowledge backend's gates: the engine runs only inside the gate runner's own
+// bubblewrap sandbox (nested bubblewrap cannot mount /proc, so the whole verifier cannot run inside the isolation
+// the stage gate uses); the stage tests, agent code outside the engine binary, are not among these gates.
+struct FinalGatesOutcome {
+  bool passed = false;
+  std::string acceptance;  // the acceptance route when it passed: "PASS_VERIFIED" | "PASS_VERIFIED_ORACLE"; else ""
+  std::string state;       // the verifier's state, e.g. "PASSED:L0_provenance,PASS_VERIFIED,L3" or "FAILED:PASS_VERIFIED"
+  std::string evidence;    // every gate's line and each failing gate's evidence
+};
+// golden_cases: as `generate --golden` (empty: the verifier's discovery under tests/data/golden).
+FinalGatesOutcome engine_final_gates(const EngineGateOptions& options, const std::filesystem::path& engine_dir, int threads,
+                                     const std::vector<std::filesystem::path>& golden_cases = {});
+
+// The gate prefixes engine_final_gates selects (for the CLI's help and the README).
+inline constexpr const char* kAgentFinalGates = "L0_provenance,PASS_VERIFIED,L3";
 
 }  // namespace mi::agents

@@ -40,10 +40,17 @@ std::string round_name(int n) {
   return buf;
 }
 
-// A run directory as the workflow lays it down: the test contracts copied in and hashed before any agent acts.
+// A run directory as the workflow lays it down: the test contracts copied in and hashed before any agent acts. An
+// engine directory as contracts brings its sources and test contracts, never its build or another run's records.
 void lay_down_contracts(const fs::path& run_dir, const fs::path& contracts_dir) {
   fs::create_directories(run_dir);
-  if (!contracts_dir.empty()) fs::copy(contracts_dir, run_dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  if (!contracts_dir.empty())
+    for (const auto& e : fs::directory_iterator(contracts_dir)) {
+      const std::string name = e.path().filename().string();
+      if (name == "build" || name == "reports" || name == ".metainfer" || name == "transcripts" || name == "metrics.json" || name == "summary.md")
+        continue;
+      fs::copy(e.path(), run_dir / name, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    }
   write_protected_manifest(protected_manifest_path(run_dir), snapshot_protected(run_dir, default_protected_globs()));
 }
 

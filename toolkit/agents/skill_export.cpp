@@ -34,6 +34,12 @@ std::string script(const std::string& purpose, const std::string& usage, const s
 
 std::string role_reference(const AgentRoleSpec& r) {
   std::string s = "# Role: " + r.title + " (`" + r.id + "`)\n\n";
+  if (!r.is_llm()) {
+    // The verifier's row: no sub-agent plays it; the harness runs the gate runner and reads its verdict.
+    return s + r.responsibility + "\n\nThis role is code, not a sub-agent: run `" + r.runs +
+           "` (`scripts/verify.sh ENGINE_DIR`). Its report is the only PASS or FAIL; never ask a model for one.\n";
+  }
+  s += r.responsibility + "\n\n";
   s += "Run this role as its own sub-agent conversation, with no memory of other roles: it reads and writes files in "
        "the run directory only.\n\n";
   s += "**Tools it may use:** ";

@@ -1,5 +1,7 @@
 #include "ckb/ckb.h"
 
+#include "agents/agent_role.h"
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -338,14 +340,6 @@ void read_gates(const fs::path& file, std::vector<Gate>& out) {
   });
 }
 
-void read_roles(const fs::path& file, std::vector<AgentRole>& out) {
-  const toml::table root = parse_file(file);
-  TomlReader r(file, root);
-  r.each_table("role", [&](const TomlReader& t) {
-    out.push_back({t.str("id"), t.str("responsibility"), t.strings("tools", true), t.strings("may_not", true)});
-  });
-}
-
 void read_designs(const fs::path& file, std::vector<Design>& out) {
   const toml::table root = parse_file(file);
   TomlReader r(file, root);
@@ -375,7 +369,15 @@ Ckb load(const fs::path& ckb_dir) {
   for (const auto& f : toml_files_in(layer_dir("signals"))) read_signals(f, ckb.signals);
   for (const auto& f : toml_files_in(layer_dir("experience"))) read_experience(f, ckb.experience);
   for (const auto& f : toml_files_in(layer_dir("test_contracts"))) read_gates(f, ckb.gates);
-  for (const auto& f : toml_files_in(layer_dir("agents"))) read_roles(f, ckb.roles);
+  // The role table: one file per role, the same files the agents' sandbox reads prompts and grants from. A malformed
+  // file is left to lint (check_llm_roles names its field); here it is simply not a row.
+  for (const auto& f : toml_files_in(layer_dir("roles"))) {
+    try {
+      const agents::AgentRoleSpec r = agents::load_role(f);
+      ckb.roles.push_back({f, r.id, r.kind, r.responsibility, r.tools, r.may_not});
+    } catch (const Error&) {
+    }
+  }
   for (const auto& f : toml_files_in(layer_dir("framework"))) read_designs(f, ckb.designs);
   return ckb;
 }

@@ -145,8 +145,11 @@ struct Gate {
   std::map<std::string, double> bounds;  // [gate.bounds]: the numbers the gate runner applies (tolerances, sizes)
 };
 
+// A row of the role table (ckb/roles/<id>.toml, read with agents::load_role): what the lint of role separation
+// needs. kind "llm" or "code" (the verifier: the gate runner).
 struct AgentRole {
-  std::string id, responsibility;
+  std::filesystem::path source;
+  std::string id, kind, responsibility;
   std::vector<std::string> tools, may_not;
 };
 

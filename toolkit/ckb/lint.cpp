@@ -315,13 +315,14 @@ class Linter {
     }
   }
 
+  // The role table's separation: only the verifier (the gate runner) declares PASS or FAIL.
   void check_roles() {
     for (const auto& r : ckb_.roles) {
       const bool may_declare = !contains(r.may_not, "declare PASS or FAIL");
-      if (may_declare && r.id != "verifier")
-        error(ckb_.root / "agents", "role " + r.id + ".may_not", "only the verifier may declare PASS or FAIL");
-      if (!may_declare && r.id == "verifier")
-        error(ckb_.root / "agents", "role verifier.may_not", "the verifier must be allowed to declare PASS or FAIL");
+      if (may_declare && r.id != agents::kVerifierRole)
+        error(r.source, "role " + r.id + ".may_not", "only the verifier may declare PASS or FAIL");
+      if (!may_declare && r.id == agents::kVerifierRole)
+        error(r.source, "role verifier.may_not", "the verifier must be allowed to declare PASS or FAIL");
     }
   }
 
@@ -343,8 +344,14 @@ class Linter {
       }
       if (r.id != file.stem().string()) error(file, "id", "role id '" + r.id + "' differs from the file name");
       if (!seen.insert(r.id).second) error(file, "id", "duplicate role '" + r.id + "'");
-      if (r.id == "verifier")
-        error(file, "id", "the verifier is the gate runner, not an LLM role: it must not have a role file");
+      // The verifier's row is code, and only its row: an LLM claiming it, or another role declared code, would let
+      // something other than the gate runner judge.
+      if (r.id == agents::kVerifierRole && r.is_llm())
+        error(file, "kind", "the verifier is the gate runner, not an LLM role: its file must be kind = \"code\" with no prompt or tools");
+      if (r.id != agents::kVerifierRole && !r.is_llm())
+        error(file, "kind", "only the verifier is code; role '" + r.id + "' must be an LLM role");
+      if (r.responsibility.empty()) error(file, "responsibility", "empty responsibility");
+      if (!r.is_llm()) continue;
       if (r.prompt.find_first_not_of(" \n\t") == std::string::npos) error(file, "prompt", "empty prompt");
       bool writes = false;
       for (std::size_t i = 0; i < r.tools.size(); ++i) {
@@ -370,6 +377,8 @@ class Linter {
     }
     for (const auto& id : agents::required_role_ids())
       if (!seen.count(id)) error(dir, "role " + id, "missing role file " + id + ".toml");
+    if (!seen.count(agents::kVerifierRole))
+      error(dir, "role verifier", "missing role file verifier.toml (the role table's code row: the gate runner)");
   }
 
   void check_designs() {

@@ -30,9 +30,10 @@ struct Finding {
 //  - signals: missing_contract named; condition kinds known.
 //  - experience: every entry links at least one guarding test and it resolves; applies_to names are known.
 //  - test contracts: enforced_by file exists; guarded_by tests resolve.
-//  - roles: the verifier is the only role without "declare PASS or FAIL" in may_not.
-//  - LLM roles (ckb/roles/*.toml): each required role present, id = file name, no "verifier" (the gate runner is
-//    code), tools known to the tool sandbox, write_paths iff a write tool, no write path reaching a protected file.
+//  - roles (ckb/roles/*.toml, the one role table): the verifier is the only role without "declare PASS or FAIL" in
+//    may_not; each required LLM role present and the verifier's row, id = file name, the verifier kind "code" (the
+//    gate runner: no prompt, no tools) and no other role code; tools known to the tool sandbox, write_paths iff a
+//    write tool, no write path reaching a protected file.
 std::vector<Finding> lint(const Ckb& ckb, const std::filesystem::path& repo_root);
 
 // Does `ref` resolve: the file/dir exists under repo_root and holds a GoogleTest matching the name pattern?

@@ -1,6 +1,8 @@
 // `metainfer generate <constraints.toml> [-o DIR] [--json] [overrides...]`: coverage, then a standalone engine
 // directory, built and accepted only through the gates. Exit 0 PASS_VERIFIED, 1 a gate failed, 2 bad input,
 // 3 not covered (the gap report is printed).
+// `--backend agents` (agents_generation.cpp): the same engine directory laid down, then LLM implementers and reviewers
+// take its sources through the stage gates, and the final gates judge what they wrote.
 #include <chrono>
 #include <iostream>
 
@@ -12,6 +14,8 @@
 #include "gates/gates.h"
 #include "generator/generator.h"
 #include "platform/cpu_info.h"
+#include "agents/llm_backend.h"
+#include "cli/agents_generation.h"
 #include "tune/kernel_tuner.h"
 
 namespace mi::cli {
@@ -25,6 +29,8 @@ void register_generate_command(CLI::App& app, int& exit_code) {
     constraints::Overrides overrides;
     std::vector<std::string> golden;
     bool json = false, force = false, no_verify = false, tune = false;
+    std::string backend = "knowledge";
+    AgentsGenerationOptions agents;
   };
   auto opts = std::make_shared<Options>();
   cmd->add_option("constraints", opts->file, "constraints file (TOML); optional when --model is given");
@@ -40,7 +46,24 @@ void register_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--ckb", opts->ckb_dir, "CKB directory");
   cmd->add_option("--inject-fault", opts->fault, "TEST ONLY: attention_scale | fixed_output (shows gates failing)");
   cmd->add_option("--fault-trace", opts->fault_trace, "TEST ONLY: trace.json the fixed_output fault prints");
-  cmd->callback([opts, &exit_code] {
+  cmd->add_option("--backend", opts->backend,
+                  "knowledge: the generator writes the sources; agents: LLM implementers and reviewers take them through the "
+                  "stage gates (LLM flags below), then the final gates")
+      ->check(CLI::IsMember({"knowledge", "agents"}))->capture_default_str();
+  add_agents_generation_options(cmd, opts->agents);
+  cmd->callback([opts, cmd, &exit_code] {
+    const bool agents = opts->backend == "agents";
+    if (!agents) {
+      // An LLM flag with the knowledge backend would be silently ignored: say so instead.
+      const std::vector<std::string> given = agents_generation_flags_given(cmd);
+      if (!given.empty()) throw mi::Error(given.front() + " applies to --backend agents only");
+    } else {
+      if (opts->no_verify) throw mi::Error("--no-verify: --backend agents is judged by the gates in every stage; it cannot skip them");
+      if (!opts->fault.empty()) throw mi::Error("--inject-fault is a test of the knowledge backend's gates; not with --backend agents");
+      opts->agents.llm.ckb_dir = opts->ckb_dir;
+      opts->agents.golden = opts->golden;
+      agents::make_backend(backend_config(opts->agents.llm));  // a missing model or key fails here, before anything is written
+    }
     const ckb::Ckb ckb = ckb::load(opts->ckb_dir);
     coverage::Plan plan = coverage::plan_for(ckb, opts->file, opts->overrides);
     nlohmann::json tuning_report;
@@ -79,6 +102,10 @@ void register_generate_command(CLI::App& app, int& exit_code) {
     const generator::Engine engine = generator::write_engine(ckb, plan, go);
     const double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!opts->json) std::cerr << "generated " << engine.dir.string() << " (" << engine.manifest.at("files").size() << " files, " << gen_s << " s)\n";
+    if (agents) {
+      exit_code = run_agents_generation(ckb, plan, engine, opts->agents, opts->json, std::cout);
+      return;
+    }
     if (opts->no_verify) {
       std::cout << nlohmann::json{{"engine_dir", engine.dir.string()}, {"binary", engine.binary.string()}, {"state", "GENERATED"}}.dump() << "\n";
       exit_code = kExitOk;

@@ -27,6 +27,7 @@ void register_bench_command(CLI::App& app, int& exit_code);
 void register_serve_bench_command(CLI::App& app, int& exit_code);
 void register_agents_command(CLI::App& app, int& exit_code);
 void register_skill_command(CLI::App& app, int& exit_code);
+void register_evolve_command(CLI::App& app, int& exit_code);
 // Added by later work (one line each in main.cpp): tokenize, detokenize, chat-template, generate, verify.
 
 }  // namespace mi::cli

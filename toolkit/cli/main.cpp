@@ -42,6 +42,7 @@ int run(int argc, char** argv) {
   mi::cli::register_serve_bench_command(app, exit_code);
   mi::cli::register_agents_command(app, exit_code);
   mi::cli::register_skill_command(app, exit_code);
+  mi::cli::register_evolve_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

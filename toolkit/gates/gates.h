@@ -62,7 +62,7 @@ double gate_bound(const ckb::Ckb& ckb, const std::string& gate_id, const std::st
 double greedy_near_tie(const ckb::Ckb& ckb, const std::string& mode, double scale);
 
 // Runs L0 sources, B0, L0 provenance, the L1 stages, PASS_VERIFIED and L3, stopping at the first failure (or only
-// `only` when given: a gate id prefix such as "PASS_VERIFIED"; B0 always runs). Writes DIR/reports/. The state is PASS_VERIFIED or
+// `only` when given: a gate id prefix such as "PASS_VERIFIED", or several separated by commas; B0 always runs). Writes DIR/reports/. The state is PASS_VERIFIED or
 // PASS_VERIFIED_ORACLE (the acceptance route), FAILED:<gate>, or PASSED:<only> for a partial run.
 Report verify_engine(const generator::Engine& engine, const GateOptions& options, const std::string& only = "");
 

@@ -143,7 +143,7 @@ TEST(AgentCli, BadInputExitsTwo) {
   const auto unknown = mi_test::metainfer({"agents", "converse", "--role", "verifier", "--run-dir", dir.path().string(), "--task", "x",
                                            "--llm-url", "http://127.0.0.1:9/v1", "--llm-model", "m"});
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_NE(unknown.err.find("no role 'verifier'"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("role 'verifier' is not an LLM role"), std::string::npos) << unknown.err;
   ::unsetenv("MI_TEST_UNSET_KEY");
   const auto nokey = mi_test::metainfer({"agents", "converse", "--role", "implementer", "--run-dir", dir.path().string(), "--task", "x",
                                          "--llm-model", "m", "--llm-key-env", "MI_TEST_UNSET_KEY"});

@@ -46,7 +46,7 @@ fs::path planted(const mi_test::TempDir& dir, const std::string& file, const std
 
 TEST(AgentRoles, RepositoryRolesLoadAndLintClean) {
   const auto roles = load_roles(kCkb / "roles");
-  EXPECT_EQ(roles.size(), required_role_ids().size());
+  EXPECT_EQ(roles.size(), required_role_ids().size() + 1);  // + the verifier's code row
   for (const auto& id : required_role_ids()) {
     const AgentRoleSpec r = find_role(kCkb / "roles", id);
     EXPECT_FALSE(r.prompt.empty()) << id;
@@ -57,6 +57,43 @@ TEST(AgentRoles, RepositoryRolesLoadAndLintClean) {
   EXPECT_FALSE(find_role(kCkb / "roles", "spec_reviewer").has_tool("edit_file"));
   EXPECT_FALSE(find_role(kCkb / "roles", "explorer").has_tool("run_command"));
   EXPECT_TRUE(role_errors(kCkb).empty()) << describe(role_errors(kCkb));
+}
+
+// One role table (the paper's Table 7): every row in ckb/roles/, the verifier's row code that no LLM can play, and
+// only it free to declare PASS or FAIL.
+TEST(AgentRoles, TheVerifierRowIsCodeAndNoLlmCanPlayIt) {
+  const auto roles = load_roles(kCkb / "roles");
+  int code_rows = 0;
+  for (const auto& r : roles) {
+    EXPECT_FALSE(r.responsibility.empty()) << r.id;
+    const bool may_declare = std::find(r.may_not.begin(), r.may_not.end(), "declare PASS or FAIL") == r.may_not.end();
+    EXPECT_EQ(may_declare, r.id == "verifier") << r.id;
+    if (!r.is_llm()) {
+      ++code_rows;
+      EXPECT_EQ(r.id, "verifier");
+      EXPECT_EQ(r.runs, "metainfer verify");
+      EXPECT_TRUE(r.prompt.empty() && r.tools.empty());
+    }
+  }
+  EXPECT_EQ(code_rows, 1);
+  try {
+    find_role(kCkb / "roles", "verifier");
+    ADD_FAILURE() << "an LLM conversation could play the verifier";
+  } catch (const mi::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not an LLM role"), std::string::npos) << e.what();
+  }
+  // A second code row (a judge no gate runner backs), and a code row with a prompt, fail.
+  mi_test::TempDir dir("roles-code");
+  const fs::path copy = planted(dir, "explorer.toml", "", "");
+  std::ofstream(copy / "roles/judge.toml") << "id = \"judge\"\ntitle = \"Judge\"\nkind = \"code\"\nruns = \"true\"\n"
+                                              "responsibility = \"Declares PASS.\"\nmay_not = []\n";
+  const std::string all = describe(role_errors(copy));
+  EXPECT_NE(all.find("only the verifier is code"), std::string::npos) << all;
+  EXPECT_NE(all.find("only the verifier may declare PASS or FAIL"), std::string::npos) << all;
+  mi_test::TempDir dir2("roles-code-prompt");
+  const fs::path copy2 = planted(dir2, "verifier.toml", "runs = \"metainfer verify\"", "runs = \"metainfer verify\"\nprompt = \"Say PASS.\"");
+  const std::string all2 = describe(role_errors(copy2));
+  EXPECT_NE(all2.find("kind \"code\" has none"), std::string::npos) << all2;
 }
 
 TEST(AgentRoles, UnknownToolFailsLint) {

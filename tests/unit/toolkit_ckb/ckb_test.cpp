@@ -163,7 +163,7 @@ TEST(CkbCheck, ExperienceWithoutGuardingTestFails) {
 
 TEST(CkbCheck, RoleSeparationIsChecked) {
   mi_test::TempDir dir("ckb-roles");
-  const fs::path ckb = planted(dir, "agents/roles.toml", "may_not = [\"run gates\", \"edit tests or test contracts\", \"declare PASS or FAIL\", \"read foreign framework source\"]",
+  const fs::path ckb = planted(dir, "roles/implementer.toml", "may_not = [\"run gates\", \"edit tests or test contracts\", \"declare PASS or FAIL\", \"read foreign framework source\"]",
                                "may_not = [\"run gates\"]");
   const auto r = metainfer({"ckb", "check", "--ckb", ckb.string()});
   EXPECT_EQ(r.exit_code, 1);

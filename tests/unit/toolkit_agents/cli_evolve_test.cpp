@@ -1,0 +1,234 @@
+// `metainfer evolve <constraints.toml>`, the user-facing entry to knowledge-base evolution, against the scripted
+// endpoint on loopback: entered only when coverage fails (the plan's gaps are the brief; plan.json and config.json
+// the inputs), a delta that is consolidated and passes the candidate gate is NOT merged while the SWITCH=OFF
+// regeneration fails; the failure analyst's report seeds the next round; an endpoint that stops mid-round leaves it
+// resumable; the resumed round is absorbed and only then is the delta in the CKB. The first test's gate is a
+// protected script; RoundsOverAnEngineAreJudgedByTheRealStageGate runs the rounds over an engine under the real L1
+// stage gate (four engine builds).
+#include <gtest/gtest.h>
+
+#include "../toolkit_support.h"
+#include "agents/engine_gate.h"
+#include "agents/isolated_command.h"
+#include "agents_test_support.h"
+#include "scripted_llm_server.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using agents_test::call;
+using agents_test::slurp;
+using agents_test::write;
+
+json write_step(const std::string& path, const std::string& content, json expect = json::object()) {
+  json s = {{"respond", {{"tool_calls", {call("w", "write_file", {{"path", path}, {"content", content}})}}}}};
+  if (!expect.empty()) s["expect"] = std::move(expect);
+  return s;
+}
+const json kDone = {{"respond", {{"text", "done"}}}};
+
+// A checkpoint no CKB family knows: the qwen3_next-tiny weights under an unknown architecture name.
+fs::path uncovered_checkpoint(const fs::path& dir) {
+  const fs::path unknown = dir / "unknown-arch";
+  fs::create_directories(unknown);
+  fs::copy_file(mi_test::golden("qwen3_next-tiny") / "model.safetensors", unknown / "model.safetensors");
+  json config = json::parse(slurp(mi_test::golden("qwen3_next-tiny") / "config.json"));
+  config["architectures"] = {"Qwen9HybridForCausalLM"};
+  write(unknown / "config.json", config.dump(2));
+  return unknown;
+}
+
+TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinues) {
+  if (mi::agents::command_isolation().kind == mi::agents::IsolationKind::none) GTEST_SKIP() << "gates run isolated; no isolation here";
+  mi_test::TempDir dir("evolve-top");
+  const fs::path ckb = dir / "ckb", contracts = dir / "contracts", work = dir / "work";
+  fs::copy(fs::path(METAINFER_SOURCE_DIR) / "ckb", ckb, fs::copy_options::recursive);
+  write(contracts / "gates/target.sh", "grep -qx 42 src/answer.txt || { echo 'src/answer.txt must hold 42'; exit 1; }\n");
+  const std::string model = uncovered_checkpoint(dir.path()).string();
+  const fs::path merged = ckb / "knowledge/qwen9_hybrid.md";
+  auto evolve = [&](const mi_test::ScriptedLlmServer& server, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"evolve", "--model", model, "--work-dir", work.string(), "--contracts", contracts.string(), "--ckb",
+                                     ckb.string(), "--max-repair-rounds", "0", "--llm-url", server.base_url() + "/v1", "--llm-model",
+                                     "scripted", "--llm-attempts", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return mi_test::metainfer(args, 300);
+  };
+
+  // Round 1: explored, consolidated, the candidate passes, but the regeneration from the staged CKB alone fails:
+  // nothing is merged; the failure analyst writes its report.
+  {
+    mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+        write_step("exploration/notes.md", "Qwen9Hybrid: the answer is 42.\n",
+                   {{"system_contains", "exploration agent"}, {"body_contains", {"Coverage detection found", "inputs/plan.json", "Qwen9HybridForCausalLM"}}}),
+        kDone,
+        write_step("ckb_delta/knowledge/qwen9_hybrid.md", "The answer is 42.\n"), kDone,  // consolidator
+        write_step("src/answer.txt", "42\n"), kDone,                                     // candidate: passes
+        write_step("src/answer.txt", "41\n", {{"body_contains", {"knowledge base only"}}}), kDone,  // regeneration: fails
+        write_step("failure/analysis.md", "The regeneration wrote 41: the delta must say 42 plainly.\n",
+                   {{"system_contains", "failure-analysis agent"}, {"body_contains", {"src/answer.txt must hold 42"}}}),
+        kDone,
+    })}});
+    const auto r = evolve(server, {"--max-rounds", "1"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+    EXPECT_EQ(mi_test::last_json_line(r.out)["state"], "FAILED") << r.out;
+    EXPECT_FALSE(fs::exists(merged));  // the candidate passed, the regeneration did not: nothing reached the CKB
+    const json round = json::parse(slurp(work / "evo-001/round.json"));
+    EXPECT_EQ(round["state"], "FAILED:regenerate");
+    EXPECT_EQ(round["candidate"]["state"], "PASSED");
+    EXPECT_TRUE(fs::exists(work / "evo-001/candidate/inputs/plan.json"));
+    EXPECT_TRUE(fs::exists(work / "evo-001/candidate/inputs/config.json"));
+  }
+  // Round 2, first session: the endpoint stops after the explorer: the round is left resumable.
+  {
+    mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+        write_step("exploration/notes.md", "Say 42 plainly.\n", {{"body_contains", {"seed/failure.md", "must say 42 plainly"}}}),
+        kDone,
+    })}});
+    const auto r = evolve(server, {"--resume", "--max-rounds", "2"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_EQ(mi_test::last_json_line(r.out)["state"], "INTERRUPTED") << r.out;
+    EXPECT_EQ(json::parse(slurp(work / "evo-002/round.json"))["phase"], "consolidate");
+    EXPECT_FALSE(fs::exists(merged));
+  }
+  // Round 2, resumed: it continues at the consolidation (no second exploration) and is absorbed.
+  {
+    mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+        write_step("ckb_delta/knowledge/qwen9_hybrid.md", "The answer is 42, plainly.\n", {{"system_contains", "consolidation agent"}}), kDone,
+        write_step("src/answer.txt", "42\n"), kDone,
+        write_step("src/answer.txt", "42\n"), kDone,
+    })}});
+    const auto r = evolve(server, {"--resume", "--max-rounds", "2"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+    const json last = mi_test::last_json_line(r.out);
+    EXPECT_EQ(last["state"], "ABSORBED") << r.out;
+    EXPECT_EQ(last["gate"], "script");
+    ASSERT_TRUE(fs::exists(merged));
+    EXPECT_NE(slurp(merged).find("evo-002"), std::string::npos) << slurp(merged);
+    EXPECT_NE(slurp(ckb / "evolution/log.toml").find("evo-002"), std::string::npos);
+  }
+  const json metrics = json::parse(slurp(work / "metrics.json"));
+  EXPECT_EQ(metrics["totals"]["agents_started"], 10) << metrics.dump(2);  // 5 + 1 + 4 conversations over three sessions
+}
+
+TEST(Evolve, ACoveredTargetNeedsNoRoundUnlessForced) {
+  mi_test::TempDir dir("evolve-covered");
+  const fs::path contracts = dir / "contracts";
+  write(contracts / "gates/target.sh", "exit 1\n");
+  mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+      {{"expect", {{"body_contains", {"the evolution was forced"}}}}, {"respond", {{"status", 400}, {"error", "stop here"}}}},
+  })}});
+  const std::vector<std::string> common = {"evolve", "--model", mi_test::golden("qwen3-tiny").string(), "--contracts", contracts.string(),
+                                           "--llm-url", server.base_url() + "/v1", "--llm-model", "scripted", "--llm-attempts", "1"};
+  std::vector<std::string> plain = common;
+  plain.insert(plain.end(), {"--work-dir", (dir / "w1").string()});
+  const auto c = mi_test::metainfer(plain, 60);
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  EXPECT_EQ(mi_test::last_json_line(c.out)["state"], "COVERED");
+  EXPECT_TRUE(server.requests().empty());
+  EXPECT_FALSE(fs::exists(dir / "w1/evo-001"));
+  // --force: the rounds start (the explorer's brief says it was forced); the endpoint refuses, so it stops resumable.
+  std::vector<std::string> forced = common;
+  forced.insert(forced.end(), {"--work-dir", (dir / "w2").string(), "--force"});
+  const auto f = mi_test::metainfer(forced, 60);
+  EXPECT_EQ(f.exit_code, 1) << f.out << f.err;
+  EXPECT_EQ(mi_test::last_json_line(f.out)["state"], "INTERRUPTED") << f.out;
+  EXPECT_EQ(server.requests().size(), 1u);
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  // Bad input: contracts without the stage's gate, neither a script nor an engine stage test.
+  std::vector<std::string> bad = {"evolve", "--model", mi_test::golden("qwen3-tiny").string(), "--contracts", (dir / "nothing").string(),
+                                  "--stage", "kernel", "--llm-model", "m"};
+  const auto b = mi_test::metainfer(bad, 60);
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_NE(b.err.find("gates/kernel.sh"), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("tests/stage_kernel_test.cpp"), std::string::npos) << b.err;
+}
+
+// Evolution over an engine: --contracts is an engine directory (generate --no-verify) whose RMSNorm kernel is broken,
+// so the CKB's draft alone does not pass; candidate and regeneration are judged by the real L1 stage gate (the engine
+// is built for each). Round 1: the candidate repairs the kernel and passes, the regeneration does nothing and fails:
+// nothing merged. Round 2 (resumed): both repair it, and only then is the delta merged.
+TEST(Evolve, RoundsOverAnEngineAreJudgedByTheRealStageGate) {
+  if (mi::agents::command_isolation().kind != mi::agents::IsolationKind::bubblewrap) GTEST_SKIP() << "the engine gate runs under bubblewrap";
+  mi_test::TempDir dir("evolve-engine");
+  const fs::path ckb = dir / "ckb", engine = dir / "engine", work = dir / "work";
+  fs::copy(fs::path(METAINFER_SOURCE_DIR) / "ckb", ckb, fs::copy_options::recursive);
+  const std::string model = mi_test::golden("qwen3-tiny").string();
+  const auto gen = mi_test::metainfer({"generate", "--model", model, "--platform", "x86-64-avx2", "-o", engine.string(), "--no-verify"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+  const std::string kernel = "src/kernels/avx2/avx2.cpp", good = "sum_sq / float(n) + eps", bad = "sum_sq + eps";
+  std::string text = slurp(engine / kernel);
+  ASSERT_NE(text.find(good), std::string::npos);
+  text.replace(text.find(good), good.size(), bad);
+  write(engine / kernel, text);
+  const json repair = {{"respond", {{"tool_calls", {call("e", "edit_file", {{"path", kernel}, {"old", bad}, {"new", good}})}}}}};
+  const fs::path merged = ckb / "knowledge/rmsnorm_mean.md";
+  const std::string delta = "# RMSNorm divides the sum of squares by n.\n";
+  auto evolve = [&](const mi_test::ScriptedLlmServer& server, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"evolve", "--model", model, "--force", "--work-dir", work.string(), "--contracts", engine.string(),
+                                     "--stage", "basic_execution", "--ckb", ckb.string(), "--max-repair-rounds", "0", "--llm-url",
+                                     server.base_url() + "/v1", "--llm-model", "scripted", "--llm-attempts", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return mi_test::metainfer(args, 900);
+  };
+  {
+    mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+        write_step("exploration/notes.md", "RMSNorm: mean of squares.\n"), kDone,
+        write_step("ckb_delta/knowledge/rmsnorm_mean.md", delta), kDone,
+        repair, kDone,                                                                   // candidate: repaired, passes
+        {{"respond", {{"text", "Nothing to change."}}}},                                  // regeneration: fails
+        write_step("failure/analysis.md", "The regeneration left RMSNorm broken.\n", {{"body_contains", {"FAILED L1_stage:basic_execution"}}}),
+        kDone,
+    })}});
+    const auto r = evolve(server, {"--max-rounds", "1"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+    const json last = mi_test::last_json_line(r.out);
+    EXPECT_EQ(last["state"], "FAILED") << r.out;
+    EXPECT_EQ(last["gate"], "engine");
+    EXPECT_FALSE(fs::exists(merged));
+    const std::string candidate = slurp(work / "evo-001/candidate/reports/basic_execution/round-0.txt");
+    EXPECT_NE(candidate.find("PASSED L1_stage:basic_execution"), std::string::npos) << candidate;
+    EXPECT_NE(slurp(work / "evo-001/regen/reports/basic_execution/round-0.txt").find("FAILED L1_stage:basic_execution"), std::string::npos);
+  }
+  {
+    mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+        write_step("exploration/notes.md", "Repair RMSNorm in the regeneration too.\n", {{"body_contains", {"seed/failure.md"}}}), kDone,
+        write_step("ckb_delta/knowledge/rmsnorm_mean.md", delta), kDone,
+        repair, kDone,
+        repair, kDone,
+    })}});
+    const auto r = evolve(server, {"--resume", "--max-rounds", "2"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+    EXPECT_EQ(mi_test::last_json_line(r.out)["state"], "ABSORBED") << r.out;
+    ASSERT_TRUE(fs::exists(merged));
+    EXPECT_NE(slurp(merged).find("evo-002"), std::string::npos) << slurp(merged);
+    EXPECT_NE(slurp(work / "evo-002/regen/reports/basic_execution/round-0.txt").find("PASSED L1_stage:basic_execution"), std::string::npos);
+  }
+}
+
+// Inside evolve, a run directory that is an engine directory is judged by the real engine gate, any other by its
+// gate script: decided per run directory.
+TEST(Evolve, AnEngineRunDirectoryIsJudgedByTheEngineGate) {
+  mi_test::TempDir dir("evolve-gate-choice");
+  const fs::path script_dir = dir / "script", engine_dir = dir / "engine";
+  write(script_dir / "gates/basic_execution.sh", "exit 0\n");
+  write(engine_dir / "MANIFEST.json", "{}");  // unreadable as a manifest: the engine gate must say so, not pass
+  write(engine_dir / "tests/stage_basic_execution_test.cpp", "");
+  EXPECT_FALSE(mi::agents::is_engine_directory(script_dir, "basic_execution"));
+  EXPECT_TRUE(mi::agents::is_engine_directory(engine_dir, "basic_execution"));
+  EXPECT_FALSE(mi::agents::is_engine_directory(engine_dir, "model_components"));
+  const auto gate = mi::agents::engine_or_script_gate({METAINFER_BINARY, METAINFER_SOURCE_DIR, 60}, 60);
+  const auto e = gate(engine_dir, "basic_execution");
+  EXPECT_FALSE(e.passed);
+  EXPECT_NE(e.evidence.find("not a readable engine directory"), std::string::npos) << e.evidence;
+  if (mi::agents::command_isolation().kind != mi::agents::IsolationKind::none) {
+    const auto s = gate(script_dir, "basic_execution");
+    EXPECT_TRUE(s.passed) << s.evidence;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,88 @@
+#include "cli/llm_flags.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "ckb/ckb.h"
+#include "common/error.h"
+
+namespace mi::cli {
+namespace fs = std::filesystem;
+
+namespace {
+const std::vector<std::string> kLlmFlagNames = {"--llm", "--llm-url", "--llm-model", "--llm-key-env", "--llm-stream", "--llm-ca-cert",
+                                                "--llm-max-tokens-field", "--llm-timeout-s", "--llm-attempts", "--max-turns",
+                                                "--max-tokens", "--source-switch", "--reference"};
+}
+
+void add_llm_flags(CLI::App* cmd, LlmFlags& f, bool with_ckb) {
+  cmd->add_option("--llm", f.provider, "API the endpoint speaks: openai (Chat Completions; vLLM, SGLang, llama.cpp server, OpenAI) or anthropic (Messages)")
+      ->check(CLI::IsMember({"openai", "anthropic"}))->capture_default_str();
+  cmd->add_option("--llm-url", f.url, "base URL (default: $OPENAI_BASE_URL or https://api.openai.com/v1; $ANTHROPIC_BASE_URL or https://api.anthropic.com)");
+  cmd->add_option("--llm-model", f.model, "model name (default: $OPENAI_MODEL / $ANTHROPIC_MODEL)");
+  cmd->add_option("--llm-key-env", f.key_env, "environment variable holding the API key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY)");
+  cmd->add_flag("--llm-stream", f.stream, "stream responses (SSE)");
+  cmd->add_option("--llm-ca-cert", f.ca_cert, "https: trust this PEM CA bundle instead of the system store");
+  cmd->add_option("--llm-max-tokens-field", f.max_tokens_field, "openai: max_tokens (local servers) or max_completion_tokens (OpenAI reasoning models)")
+      ->check(CLI::IsMember({"max_tokens", "max_completion_tokens"}))->capture_default_str();
+  cmd->add_option("--llm-timeout-s", f.timeout_s, "per-request timeout")->capture_default_str();
+  cmd->add_option("--llm-attempts", f.attempts, "tries per request (429 and 5xx are retried with backoff)")->capture_default_str();
+  cmd->add_option("--max-turns", f.max_turns, "LLM requests per conversation")->capture_default_str();
+  cmd->add_option("--max-tokens", f.max_tokens, "output tokens per response")->capture_default_str();
+  cmd->add_option("--source-switch", f.source_switch, "off: no agent may read reference sources; on: only the explorer may, logged")
+      ->check(CLI::IsMember({"off", "on"}))->capture_default_str();
+  cmd->add_option("--reference", f.references, "a reference source tree (repeatable): blocked with the switch off");
+  if (with_ckb) {
+    f.ckb_dir = ckb::default_ckb_dir().string();
+    cmd->add_option("--ckb", f.ckb_dir, "CKB directory (roles from its roles/)");
+  }
+}
+
+std::vector<std::string> given_llm_flags(const CLI::App* cmd) {
+  std::vector<std::string> given;
+  for (const auto& name : kLlmFlagNames)
+    if (cmd->count(name) > 0) given.push_back(name);
+  return given;
+}
+
+agents::BackendConfig backend_config(const LlmFlags& f) {
+  agents::BackendConfig bc;
+  bc.provider = f.provider;
+  bc.base_url = f.url;
+  bc.model = f.model;
+  if (!f.key_env.empty()) {
+    const char* key = std::getenv(f.key_env.c_str());
+    if (!key || !*key) fail("--llm-key-env: the environment variable ", f.key_env, " is not set");
+    bc.api_key = key;
+  }
+  bc.stream = f.stream;
+  bc.openai_max_tokens_field = f.max_tokens_field;
+  bc.http.ca_cert_file = f.ca_cert;
+  bc.http.timeout_s = f.timeout_s;
+  bc.http.retry.max_attempts = std::max(1, f.attempts);
+  return agents::resolve_backend_config(bc);
+}
+
+std::unique_ptr<agents::AgentRun> make_agent_run(const LlmFlags& f, const fs::path& run_dir) {
+  if (!fs::is_directory(run_dir)) fail("--run-dir: '", run_dir.string(), "' is not a directory");
+  const agents::BackendConfig bc = backend_config(f);
+  agents::AgentRunConfig cfg;
+  cfg.sandbox.run_dir = run_dir;
+  cfg.sandbox.ckb_dir = f.ckb_dir;
+  for (const auto& r : f.references) cfg.sandbox.reference_paths.push_back(r);
+  cfg.sandbox.source_switch = agents::parse_source_switch(f.source_switch);
+  cfg.max_turns = f.max_turns;
+  cfg.max_tokens = f.max_tokens;
+  return std::make_unique<agents::AgentRun>(cfg, agents::make_backend(bc));
+}
+
+std::string read_flag_file(const std::string& flag, const std::string& file) {
+  std::ifstream in(file);
+  if (!in) fail(flag, ": cannot read '", file, "'");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace mi::cli
