@@ -11,6 +11,7 @@
 #include "ckb/ckb.h"
 #include "ckb/family_weights.h"
 #include "ckb/lint.h"
+#include "generator/forward_steps.h"
 #include "io/safetensors.h"
 
 namespace {
@@ -115,6 +116,34 @@ TEST(CkbCheck, LayerKindMistakesFail) {
   EXPECT_EQ(r3.exit_code, 1);
   EXPECT_NE(r3.out.find("\"full_attention\" has 0 mixer layer kinds"), std::string::npos) << r3.out;
   EXPECT_NE(r3.out.find("\"linear_attention\" has 2 mixer layer kinds"), std::string::npos) << r3.out;
+}
+
+// The step vocabulary is knowledge: each contract declares the forward steps its components implement (`steps`) and
+// lint, coverage and the generator key on it. Every step the generator's table can write is declared by exactly one
+// contract, and every step a family uses is one the generator can write; a step declared twice, or a family step no
+// contract declares, fails lint naming it.
+TEST(CkbSteps, GeneratorStepTableAndContractStepsAgree) {
+  const mi::ckb::Ckb ckb = mi::ckb::load(real_ckb());
+  for (const auto& step : mi::generator::forward_steps())
+    EXPECT_FALSE(mi::ckb::step_contract(ckb, step.id).empty()) << "generator step " << step.id << " is declared by no contract";
+  for (const auto& f : ckb.families) {
+    std::vector<std::string> used = f.forward_layer;
+    used.insert(used.end(), f.forward_final.begin(), f.forward_final.end());
+    for (const auto& k : f.layer_kinds) used.insert(used.end(), k.forward.begin(), k.forward.end());
+    for (const auto& step : used) EXPECT_NE(mi::generator::find_forward_step(step), nullptr) << f.id << ": " << step;
+  }
+  mi_test::TempDir dir("ckb-step-twice");
+  const fs::path twice = planted(dir, "contracts/gated_attention.toml", "steps = [\"qg_proj\"", "steps = [\"rope\", \"qg_proj\"");
+  const auto r = metainfer({"ckb", "check", "--ckb", twice.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  // Reported on whichever of the two files loads second.
+  EXPECT_NE(r.out.find("field 'steps[0]': step 'rope' is declared by contract '"), std::string::npos) << r.out;
+  mi_test::TempDir dir2("ckb-step-undeclared");
+  const fs::path undeclared = planted(dir2, "contracts/rotary_embedding.toml", "steps = [\"rope\", \"partial_rope\"]",
+                                      "steps = [\"rope\"]");
+  const auto r2 = metainfer({"ckb", "check", "--ckb", undeclared.string()});
+  EXPECT_EQ(r2.exit_code, 1);
+  EXPECT_NE(r2.out.find("unknown component step 'partial_rope' (no contract declares it in `steps`)"), std::string::npos) << r2.out;
 }
 
 // The hybrid family entries declare every tensor of the golden checkpoints with its shape (layer kinds place the
