@@ -1,6 +1,8 @@
-// The forward steps the generator writes out: one table, read by the model emitter (the code), coverage (which steps
-// have an emitter) and the tests (every step ckb lint knows has an entry here). A step id is what a family's
-// [forward] or [[layer_kinds]] forward list names; each entry is the C++ the step becomes inside a layer function of
+// The forward steps the generator writes out: the code of each step the CKB's contracts declare (`steps` in
+// ckb/contracts/*.toml, the vocabulary lint and coverage read). The model emitter reads this table; coverage asks it
+// which declared steps have an emitter (the others are gaps); CkbSteps.GeneratorStepTableAndContractStepsAgree keeps
+// it and the contracts in agreement. A step id is what a family's [forward] or [[layer_kinds]] forward list names;
+// each entry is the C++ the step becomes inside a layer function of
 // the emitted src/model.h, in two forms:
 //   chunk: T tokens of one sequence `seq` starting at position `start` (prefill chunks, single-sequence decode);
 //   batch: one decode token of each of T distinct sequences, row b = seqs[b] at positions[b] (forward_batch).
