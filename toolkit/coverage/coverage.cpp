@@ -513,7 +513,9 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
   // the checkpoint the engine is given (an instruct variant of the same shape may carry one).
   plan.chat = c.wants_chat();
   if (plan.chat) {
-    required.push_back({"chat_template", c.chat ? "runtime.chat" : "runtime mode serve"});
+    // One reason whether chat was set or defaulted (serve): L0 regenerates from the manifest's resolved
+    // constraints, where it is always set, and plan.json must come out the same.
+    required.push_back({"chat_template", "runtime.chat"});
     if (!plan.chat_template_present)
       plan.notes.push_back("runtime.chat is on but this checkpoint has no chat template (tokenizer_config.json "
                            "\"chat_template\" or chat_template.jinja): `chat` and --chat need a checkpoint that carries one");
