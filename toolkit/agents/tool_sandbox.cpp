@@ -110,10 +110,14 @@ ToolSandbox::Resolved ToolSandbox::resolve(const std::string& text) const {
 
 ToolOutcome ToolSandbox::refuse(const AgentRoleSpec& role, const std::string& tool, const std::string& path,
                                 const std::string& rule, const std::string& detail) {
-  violations_.push_back({role.id, tool, path, rule, detail});
-  append_jsonl(config_.run_dir / ".metainfer" / "violations.jsonl",
-               {{"role", role.id}, {"tool", tool}, {"path", path}, {"rule", rule}, {"detail", detail}});
+  record_violation({role.id, tool, path, rule, detail});
   return {false, true, "refused (" + rule + "): " + detail};
+}
+
+void ToolSandbox::record_violation(const Violation& v) {
+  violations_.push_back(v);
+  append_jsonl(config_.run_dir / ".metainfer" / "violations.jsonl",
+               {{"role", v.role}, {"tool", v.tool}, {"path", v.path}, {"rule", v.rule}, {"detail", v.detail}});
 }
 
 bool ToolSandbox::may_read(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out) {

@@ -39,7 +39,7 @@ struct SandboxConfig {
 struct Violation {
   std::string role, tool, path;
   std::string rule;    // reference_path | foreign_signature | path_escape | protected_path | write_not_granted |
-                       // tool_not_granted
+                       // tool_not_granted | delta_outside_knowledge (recorded by the evolution workflow)
   std::string detail;
 };
 
@@ -64,6 +64,9 @@ class ToolSandbox {
   const std::vector<Violation>& violations() const { return violations_; }
   const std::vector<ReferenceAccess>& reference_accesses() const { return accesses_; }
   const SandboxConfig& config() const { return config_; }
+  // A refusal the workflow made outside a tool call (a CKB delta that writes outside the knowledge layers):
+  // recorded and logged like the sandbox's own, so the run's metrics count it.
+  void record_violation(const Violation& v);
   // The evolution loop explores with the switch as configured and does everything else with it off.
   void set_source_switch(SourceSwitch s) { config_.source_switch = s; }
 

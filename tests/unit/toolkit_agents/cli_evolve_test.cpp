@@ -46,7 +46,7 @@ TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinue
   fs::copy(fs::path(METAINFER_SOURCE_DIR) / "ckb", ckb, fs::copy_options::recursive);
   write(contracts / "gates/target.sh", "grep -qx 42 src/answer.txt || { echo 'src/answer.txt must hold 42'; exit 1; }\n");
   const std::string model = uncovered_checkpoint(dir.path()).string();
-  const fs::path merged = ckb / "knowledge/qwen9_hybrid.md";
+  const fs::path merged = ckb / "experience/qwen9_hybrid.md";
   auto evolve = [&](const mi_test::ScriptedLlmServer& server, std::vector<std::string> extra) {
     std::vector<std::string> args = {"evolve", "--model", model, "--work-dir", work.string(), "--contracts", contracts.string(), "--ckb",
                                      ckb.string(), "--max-repair-rounds", "0", "--llm-url", server.base_url() + "/v1", "--llm-model",
@@ -62,7 +62,7 @@ TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinue
         write_step("exploration/notes.md", "Qwen9Hybrid: the answer is 42.\n",
                    {{"system_contains", "exploration agent"}, {"body_contains", {"Coverage detection found", "inputs/plan.json", "Qwen9HybridForCausalLM"}}}),
         kDone,
-        write_step("ckb_delta/knowledge/qwen9_hybrid.md", "The answer is 42.\n"), kDone,  // consolidator
+        write_step("ckb_delta/experience/qwen9_hybrid.md", "The answer is 42.\n"), kDone,  // consolidator
         write_step("src/answer.txt", "42\n"), kDone,                                     // candidate: passes
         write_step("src/answer.txt", "41\n", {{"body_contains", {"knowledge base only"}}}), kDone,  // regeneration: fails
         write_step("failure/analysis.md", "The regeneration wrote 41: the delta must say 42 plainly.\n",
@@ -95,7 +95,7 @@ TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinue
   // Round 2, resumed: it continues at the consolidation (no second exploration) and is absorbed.
   {
     mi_test::ScriptedLlmServer server(json{{"steps", json::array({
-        write_step("ckb_delta/knowledge/qwen9_hybrid.md", "The answer is 42, plainly.\n", {{"system_contains", "consolidation agent"}}), kDone,
+        write_step("ckb_delta/experience/qwen9_hybrid.md", "The answer is 42, plainly.\n", {{"system_contains", "consolidation agent"}}), kDone,
         write_step("src/answer.txt", "42\n"), kDone,
         write_step("src/answer.txt", "42\n"), kDone,
     })}});
@@ -164,7 +164,7 @@ TEST(Evolve, RoundsOverAnEngineAreJudgedByTheRealStageGate) {
   text.replace(text.find(good), good.size(), bad);
   write(engine / kernel, text);
   const json repair = {{"respond", {{"tool_calls", {call("e", "edit_file", {{"path", kernel}, {"old", bad}, {"new", good}})}}}}};
-  const fs::path merged = ckb / "knowledge/rmsnorm_mean.md";
+  const fs::path merged = ckb / "experience/rmsnorm_mean.md";
   const std::string delta = "# RMSNorm divides the sum of squares by n.\n";
   auto evolve = [&](const mi_test::ScriptedLlmServer& server, std::vector<std::string> extra) {
     std::vector<std::string> args = {"evolve", "--model", model, "--force", "--work-dir", work.string(), "--contracts", engine.string(),
@@ -176,7 +176,7 @@ TEST(Evolve, RoundsOverAnEngineAreJudgedByTheRealStageGate) {
   {
     mi_test::ScriptedLlmServer server(json{{"steps", json::array({
         write_step("exploration/notes.md", "RMSNorm: mean of squares.\n"), kDone,
-        write_step("ckb_delta/knowledge/rmsnorm_mean.md", delta), kDone,
+        write_step("ckb_delta/experience/rmsnorm_mean.md", delta), kDone,
         repair, kDone,                                                                   // candidate: repaired, passes
         {{"respond", {{"text", "Nothing to change."}}}},                                  // regeneration: fails
         write_step("failure/analysis.md", "The regeneration left RMSNorm broken.\n", {{"body_contains", {"FAILED L1_stage:basic_execution"}}}),
@@ -196,7 +196,7 @@ TEST(Evolve, RoundsOverAnEngineAreJudgedByTheRealStageGate) {
   {
     mi_test::ScriptedLlmServer server(json{{"steps", json::array({
         write_step("exploration/notes.md", "Repair RMSNorm in the regeneration too.\n", {{"body_contains", {"seed/failure.md"}}}), kDone,
-        write_step("ckb_delta/knowledge/rmsnorm_mean.md", delta), kDone,
+        write_step("ckb_delta/experience/rmsnorm_mean.md", delta), kDone,
         repair, kDone,
         repair, kDone,
     })}});
