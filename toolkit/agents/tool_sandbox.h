@@ -16,6 +16,7 @@
 // .metainfer/reference_access.jsonl in the run directory, so an interrupted run keeps them.
 #pragma once
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,7 @@ struct ToolOutcome {
   bool ok = false;
   bool violation = false;   // refused by policy (a Violation was recorded)
   std::string output;       // what goes back to the model
-  bool edited = false;      // a file changed
+  int edits = 0;            // files changed (run_command may change several)
   long lines_added = 0, lines_removed = 0;
 };
 
@@ -84,6 +85,8 @@ class ToolSandbox {
   // Read access to `r` for `role` (area + switch); on refusal fills `out` and returns false.
   bool may_read(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out);
   bool may_write(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out);
+  // For a run-directory path: the rule that forbids `role` to write it and why, or nothing when it may.
+  std::optional<std::pair<std::string, std::string>> write_rule(const AgentRoleSpec& role, const std::string& rel) const;
   void log_access(const AgentRoleSpec& role, const std::string& tool, const Resolved& r);
   // SWITCH=OFF content check; true when `text` may be handed over.
   bool clean_content(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, std::string_view text, ToolOutcome& out);
