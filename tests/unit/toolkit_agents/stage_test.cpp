@@ -109,7 +109,8 @@ TEST(AgentStage, FailsAfterTheLastRepairRoundAndPassesTheReviewOn) {
   StageWorld w;
   mi_test::ScriptedLlmServer server(json{{"steps", json::array({
       {{"respond", {{"text", "I believe it is already correct."}}}},
-      {{"expect", {{"system_contains", "specification-review agent"}, {"tools", {"list_dir", "read_file", "search_ckb", "write_file"}}}},
+      {{"expect", {{"system_contains", "specification-review agent"}, {"tools", {"list_dir", "read_file", "search_ckb", "write_file"}},
+                   {"body_contains", {"Write your findings to review/kernel-r0.md"}}}},  // the prompt defers to this path
        {"respond", {{"tool_calls", {call("r", "write_file", {{"path", "review/kernel-r0.md"}, {"content", "src/kernel.cpp is missing.\n"}})}}}}},
       {{"respond", {{"text", "Review written."}}}},
       {{"expect", {{"body_contains", {"review/kernel-r0.md", "(missing)"}}}}, {"respond", {{"text", "Still nothing to do."}}}},
