@@ -29,11 +29,15 @@ RunDirSnapshot snapshot_run_dir(const fs::path& run_dir) {
       it.disable_recursion_pending();
       continue;
     }
-    if (it->is_symlink(ec) || !it->is_regular_file(ec) || it->file_size(ec) > kMaxSnapshotFileBytes) continue;
+    if (it->is_symlink(ec)) {
+      snap.emplace(rel.generic_string(), SnapshotEntry{fs::read_symlink(it->path(), ec).string(), true});
+      continue;
+    }
+    if (!it->is_regular_file(ec) || it->file_size(ec) > kMaxSnapshotFileBytes) continue;
     std::ifstream in(it->path(), std::ios::binary);
     std::stringstream s;
     s << in.rdbuf();
-    snap.emplace(rel.generic_string(), s.str());
+    snap.emplace(rel.generic_string(), SnapshotEntry{s.str(), false});
   }
   return snap;
 }
@@ -53,14 +57,17 @@ std::vector<FileChange> changed_files(const RunDirSnapshot& before, const RunDir
 
 void undo_change(const fs::path& run_dir, const FileChange& change) {
   const fs::path file = run_dir / change.path;
-  if (!change.before) {
-    std::error_code ec;
-    fs::remove(file, ec);
+  std::error_code ec;
+  if (fs::is_symlink(file, ec) || !change.before || change.before->symlink) fs::remove(file, ec);
+  if (!change.before) return;
+  fs::create_directories(file.parent_path());
+  if (change.before->symlink) {
+    fs::create_symlink(change.before->bytes, file, ec);
+    if (ec) fail(file.string(), ": cannot restore the symlink a command changed: ", ec.message());
     return;
   }
-  fs::create_directories(file.parent_path());
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out << *change.before;
+  out << change.before->bytes;
   if (!out) fail(file.string(), ": cannot restore the content a command changed");
 }
 

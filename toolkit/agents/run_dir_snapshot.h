@@ -8,7 +8,8 @@
 // The snapshot keeps each file's bytes (the run directory's sources, notes and records are small text files; the
 // bytes are what a restore needs). Left out: build trees (top-level `build`, `build-*`, `build_*`: a command may
 // build there freely and nothing in them is a source or a record), `.git`, and files over 64 MiB (not text an agent
-// writes). Symlinks are not followed: the sandbox resolves them where they are used.
+// writes). A symlink is recorded as its target, never followed (a link planted among the test contracts is a change
+// like any other).
 #pragma once
 #include <filesystem>
 #include <map>
@@ -18,14 +19,19 @@
 
 namespace mi::agents {
 
-using RunDirSnapshot = std::map<std::string, std::string>;  // run-directory-relative path -> bytes
+struct SnapshotEntry {
+  std::string bytes;     // a symlink: its target
+  bool symlink = false;
+  bool operator==(const SnapshotEntry&) const = default;
+};
+using RunDirSnapshot = std::map<std::string, SnapshotEntry>;  // run-directory-relative path -> what is there
 
 RunDirSnapshot snapshot_run_dir(const std::filesystem::path& run_dir);
 
 struct FileChange {
   std::string path;                   // relative to the run directory
-  std::optional<std::string> before;  // none: created by the command
-  std::optional<std::string> after;   // none: removed by the command
+  std::optional<SnapshotEntry> before;  // none: created by the command
+  std::optional<SnapshotEntry> after;   // none: removed by the command
 };
 
 // Every file that differs between the two snapshots, sorted by path.

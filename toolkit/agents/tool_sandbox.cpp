@@ -370,8 +370,8 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   std::string notes;
   for (const FileChange& c : changed_files(before, snapshot_run_dir(config_.run_dir))) {
     std::optional<std::pair<std::string, std::string>> rule = write_rule(role, c.path);
-    if (!rule && config_.source_switch == SourceSwitch::off && c.after)
-      if (const auto sig = find_foreign_signature(*c.after))
+    if (!rule && config_.source_switch == SourceSwitch::off && c.after && !c.after->symlink)
+      if (const auto sig = find_foreign_signature(c.after->bytes))
         rule = std::pair<std::string, std::string>{"foreign_signature", c.path + " would carry a " + sig->framework + " source signature (\"" + sig->marker + "\")"};
     if (rule) {
       undo_change(config_.run_dir, c);
@@ -381,7 +381,9 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
       notes += "refused (" + rule->first + "): " + rule->second + "; the command's change was undone\n";
       continue;
     }
-    const LineDelta d = line_delta(c.before.value_or(""), c.after.value_or(""));
+    // A symlink counts as an edit of no lines; read_file judges where it points when it is used.
+    const auto text = [](const std::optional<SnapshotEntry>& e) { return e && !e->symlink ? e->bytes : std::string(); };
+    const LineDelta d = line_delta(text(c.before), text(c.after));
     ++out.edits;
     out.lines_added += d.added;
     out.lines_removed += d.removed;

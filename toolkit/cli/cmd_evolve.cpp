@@ -45,9 +45,9 @@ void add_evolve_options(CLI::App* cmd, EvolveOptions& e, bool top_level) {
       ->required();
   cmd->add_option("--stage", e.stage, "the gate judging candidate and regeneration (an engine stage for an engine directory)")
       ->capture_default_str();
-  cmd->add_option("--max-rounds", e.rounds, "rounds before giving up")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--max-repair-rounds", e.repair_rounds, "repair rounds per stage run")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--gate-timeout-s", e.gate_timeout_s, "gate time limit")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--max-rounds", e.rounds, "rounds before giving up")->check(whole_number_at_least(1))->capture_default_str();
+  cmd->add_option("--max-repair-rounds", e.repair_rounds, "repair rounds per stage run")->check(whole_number_at_least(0))->capture_default_str();
+  cmd->add_option("--gate-timeout-s", e.gate_timeout_s, "gate time limit")->check(positive_seconds())->capture_default_str();
   cmd->add_flag("--resume", e.resume, "continue the evolution recorded in --work-dir");
   add_llm_flags(cmd, e.llm);
 }

@@ -1,6 +1,8 @@
 #include "cli/llm_flags.h"
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -16,6 +18,39 @@ const std::vector<std::string> kLlmFlagNames = {"--llm", "--llm-url", "--llm-mod
                                                 "--max-tokens", "--source-switch", "--reference"};
 }
 
+CLI::Validator whole_number_at_least(int min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        long long v = 0;
+        std::size_t used = 0;
+        try {
+          v = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || used == 0 || v < min || v > std::numeric_limits<int>::max())
+          return "must be a whole number >= " + std::to_string(min) + ", got '" + text + "'";
+        return "";
+      },
+      "INT>=" + std::to_string(min));
+}
+
+CLI::Validator positive_seconds() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        std::size_t used = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || used == 0 || !(v > 0) || !std::isfinite(v)) return "must be a positive number of seconds, got '" + text + "'";
+        return "";
+      },
+      "SECONDS>0");
+}
+
 void add_llm_flags(CLI::App* cmd, LlmFlags& f, bool with_ckb) {
   cmd->add_option("--llm", f.provider, "API the endpoint speaks: openai (Chat Completions; vLLM, SGLang, llama.cpp server, OpenAI) or anthropic (Messages)")
       ->check(CLI::IsMember({"openai", "anthropic"}))->capture_default_str();
@@ -28,11 +63,11 @@ void add_llm_flags(CLI::App* cmd, LlmFlags& f, bool with_ckb) {
       ->check(CLI::IsMember({"max_tokens", "max_completion_tokens"}))->capture_default_str();
   // Counts and limits must be positive: 0 turns or a negative timeout would make every run fail in a way that looks
   // like the endpoint's fault. CLI11 names the flag in its error (exit 2).
-  cmd->add_option("--llm-timeout-s", f.timeout_s, "per-request timeout")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--llm-timeout-s", f.timeout_s, "per-request timeout")->check(positive_seconds())->capture_default_str();
   cmd->add_option("--llm-attempts", f.attempts, "tries per request (429 and 5xx are retried with backoff)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--max-turns", f.max_turns, "LLM requests per conversation")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--max-tokens", f.max_tokens, "output tokens per response")->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(whole_number_at_least(1))->capture_default_str();
+  cmd->add_option("--max-turns", f.max_turns, "LLM requests per conversation")->check(whole_number_at_least(1))->capture_default_str();
+  cmd->add_option("--max-tokens", f.max_tokens, "output tokens per response")->check(whole_number_at_least(1))->capture_default_str();
   cmd->add_option("--source-switch", f.source_switch, "off: no agent may read reference sources; on: only the explorer may, logged")
       ->check(CLI::IsMember({"off", "on"}))->capture_default_str();
   cmd->add_option("--reference", f.references, "a reference source tree (repeatable): blocked with the switch off");

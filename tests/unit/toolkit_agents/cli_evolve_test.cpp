@@ -92,10 +92,16 @@ TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinue
     EXPECT_EQ(json::parse(slurp(work / "evo-002/round.json"))["phase"], "consolidate");
     EXPECT_FALSE(fs::exists(merged));
   }
-  // Round 2, resumed: it continues at the consolidation (no second exploration) and is absorbed.
+  // Round 2, resumed: it continues at the consolidation (no second exploration) and is absorbed. The delta also
+  // teaches the qwen3_next family the new architecture name, so coverage run again on the merged CKB finds it covered.
+  std::string family = slurp(fs::path(METAINFER_SOURCE_DIR) / "ckb/families/qwen3_next.toml");
+  const std::string arch_line = "architectures = [\"Qwen3NextForCausalLM\"]";
+  ASSERT_NE(family.find(arch_line), std::string::npos);
+  family.replace(family.find(arch_line), arch_line.size(), "architectures = [\"Qwen3NextForCausalLM\", \"Qwen9HybridForCausalLM\"]");
   {
     mi_test::ScriptedLlmServer server(json{{"steps", json::array({
-        write_step("ckb_delta/experience/qwen9_hybrid.md", "The answer is 42, plainly.\n", {{"system_contains", "consolidation agent"}}), kDone,
+        write_step("ckb_delta/experience/qwen9_hybrid.md", "The answer is 42, plainly.\n", {{"system_contains", "consolidation agent"}}),
+        write_step("ckb_delta/families/qwen3_next.toml", family), kDone,
         write_step("src/answer.txt", "42\n"), kDone,
         write_step("src/answer.txt", "42\n"), kDone,
     })}});
@@ -108,6 +114,11 @@ TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinue
     ASSERT_TRUE(fs::exists(merged));
     EXPECT_NE(slurp(merged).find("evo-002"), std::string::npos) << slurp(merged);
     EXPECT_NE(slurp(ckb / "evolution/log.toml").find("evo-002"), std::string::npos);
+    // ABSORBED, and the merged CKB now covers the constraints: said in the result, the round and the summary.
+    EXPECT_EQ(last["coverage_after_merge"]["covered"], true) << r.out;
+    EXPECT_EQ(last["coverage_after_merge"]["gaps"], json::array()) << r.out;
+    EXPECT_EQ(json::parse(slurp(work / "evo-002/round.json"))["coverage_after_merge"]["covered"], true);
+    EXPECT_NE(slurp(work / "summary.md").find("evo-002: the merged CKB covers the target"), std::string::npos) << slurp(work / "summary.md");
   }
   const json metrics = json::parse(slurp(work / "metrics.json"));
   EXPECT_EQ(metrics["totals"]["agents_started"], 10) << metrics.dump(2);  // 5 + 1 + 4 conversations over three sessions

@@ -168,10 +168,24 @@ TEST(AgentEvolution, AnInterruptedEvolutionResumesAtThePhaseItStoppedIn) {
 
   // Resumed: no exploration or consolidation again; the first request is the candidate implementer's.
   mi_test::ScriptedLlmServer server(script({candidate_writes("2"), regeneration_writes("2")}));
-  const EvolutionResult r = evolve(w.config(1), backends(server), script_gate(30), true);
+  // Absorbed, but coverage (asked after the merge, with the merged CKB) still finds a gap no delta can close: the
+  // round stays ABSORBED and the gap is reported.
+  EvolutionConfig resumed = w.config(1);
+  fs::path asked_with;
+  resumed.after_merge = [&](const fs::path& merged_ckb) {
+    asked_with = merged_ckb;
+    return json{{"covered", false}, {"gaps", {"platform amx: the host lacks AMX"}}};
+  };
+  const EvolutionResult r = evolve(resumed, backends(server), script_gate(30), true);
   EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
   EXPECT_EQ(r.state, "ABSORBED") << r.detail;
   EXPECT_TRUE(fs::exists(w.ckb / "experience/scale.md"));
+  EXPECT_EQ(asked_with, w.ckb);
+  EXPECT_EQ(r.coverage_after_merge["covered"], false);
+  EXPECT_EQ(json::parse(slurp(w.work / "evo-001/round.json"))["coverage_after_merge"]["gaps"][0], "platform amx: the host lacks AMX");
+  const std::string summary = slurp(w.work / "summary.md");
+  EXPECT_NE(summary.find("evo-001: the merged CKB does not yet cover the target"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("gap left: platform amx: the host lacks AMX"), std::string::npos) << summary;
   // The candidate's metrics span both sessions: explorer, consolidator, the interrupted implementer and its rerun.
   const json metrics = json::parse(slurp(w.work / "evo-001/candidate/metrics.json"));
   EXPECT_EQ(metrics["totals"]["agents_started"], 4);
