@@ -114,7 +114,8 @@ agents::BackendConfig backend_config(const LlmFlags& f) {
   bc = agents::resolve_backend_config(bc);
   // Without this a hosted run would lay its directories down and record a round before the first request came back
   // 401. Local and private servers (vLLM, llama-server) need no key, so only the public APIs are held to it.
-  if (bc.api_key.empty() && hosted_api(bc.base_url)) {
+  // A missing model is make_backend's to name first (every caller calls it next); then the key.
+  if (!bc.model.empty() && bc.api_key.empty() && hosted_api(bc.base_url)) {
     const std::string var = !f.key_env.empty() ? f.key_env : bc.provider == "anthropic" ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY";
     fail("no API key for ", bc.base_url, ": set ", var, " (or name the variable holding it with --llm-key-env), or point --llm-url at a local server");
   }
