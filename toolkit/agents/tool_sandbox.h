@@ -10,7 +10,10 @@
 //   ckb        inside the CKB: read-only for every role (a staged delta lives in the run directory)
 //   outside    anything else: refused
 // With SWITCH=OFF a file whose text carries a foreign-framework signature (source_switch.h) is refused wherever it
-// lies, and writing such text is refused too. Each refusal by policy is a Violation; plain failures (no such file,
+// lies, and writing such text is refused too. run_command is held to the same rules: a command naming a reference
+// tree is refused unrun, output carrying a signature is withheld, and what the command changed in the run directory
+// (run_dir_snapshot.h) is judged like a write: refused changes are undone, accepted ones counted as edits. Each
+// refusal by policy is a Violation; plain failures (no such file,
 // an `old` string that is not there) are errors the agent can fix and are not counted as violations. Violations
 // and reference reads are also appended, as they happen, to .metainfer/violations.jsonl and
 // .metainfer/reference_access.jsonl in the run directory, so an interrupted run keeps them.

@@ -113,8 +113,8 @@ TEST(AgentGenerate, AgentWrittenEngineEmittingWrongTokensFailsAcceptance) {
   write_protected_manifest(protected_manifest_path(engine), snapshot_protected(engine, default_protected_globs()));
   // The implementer "fixes" an off-by-one that is not there: every sampled id is shifted by one. No stage test looks
   // at the engine's generation loop; acceptance, which compares the engine's greedy ids with the trace, must.
-  const std::string from = "const int32_t token = l.sampler->sample(logits, l.history);";
-  const std::string to = "const int32_t token = (l.sampler->sample(logits, l.history) + 1) % int32_t(logits.size());";
+  const std::string from = "const int32_t token = sampler.sample(logits, history);";
+  const std::string to = "const int32_t token = (sampler.sample(logits, history) + 1) % int32_t(logits.size());";
   mi_test::ScriptedLlmServer server(json{{"steps", json::array({
       step(tool(call("e", "edit_file", {{"path", "src/engine/generation.h"}, {"old", from}, {"new", to}}))),
       step(text("Fixed the sampled id.")),
