@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include <toml++/toml.h>
+
 #include "ckb/ckb.h"
 #include "ckb/lint.h"
 #include "common/error.h"
@@ -50,7 +52,48 @@ std::set<std::string> lint_errors(const fs::path& ckb_dir, const fs::path& repo_
   return errors;
 }
 
+const std::vector<std::string> kKnowledgeLayers = {"contracts", "framework", "families", "platforms", "signals", "experience"};
+
+void require_knowledge_only(const fs::path& delta_dir, const fs::path& ckb_dir) {
+  const std::vector<std::string> refused = refused_delta_files(delta_dir, ckb_dir);
+  if (refused.empty()) return;
+  std::string detail;
+  for (const auto& r : refused) detail += "\n  " + r;
+  fail(delta_dir.string(), ": the delta writes outside the CKB's knowledge layers:", detail);
+}
+
 }  // namespace
+
+std::vector<std::string> knowledge_layer_dirs(const fs::path& ckb_dir) {
+  toml::table index, layers;
+  if (fs::is_regular_file(ckb_dir / "ckb.toml")) {
+    try {
+      index = toml::parse_file((ckb_dir / "ckb.toml").string());
+    } catch (const toml::parse_error& e) {
+      fail((ckb_dir / "ckb.toml").string(), ": ", e.description());
+    }
+    if (const toml::table* t = index["layers"].as_table()) layers = *t;
+  }
+  std::vector<std::string> dirs;
+  for (const auto& key : kKnowledgeLayers) {
+    const auto named = layers[key].value<std::string>();
+    dirs.push_back(named && !named->empty() ? fs::path(*named).lexically_normal().generic_string() : key);
+  }
+  return dirs;
+}
+
+std::vector<std::string> refused_delta_files(const fs::path& delta_dir, const fs::path& ckb_dir) {
+  const std::vector<std::string> layers = knowledge_layer_dirs(ckb_dir);
+  std::string allowed;
+  for (const auto& l : layers) allowed += (allowed.empty() ? "" : ", ") + l + "/";
+  std::vector<std::string> refused;
+  for (const auto& rel : delta_files(delta_dir)) {
+    bool inside = false;
+    for (const auto& l : layers) inside = inside || rel.rfind(l + "/", 0) == 0;
+    if (!inside) refused.push_back(rel + ": not in a knowledge layer (a delta may write only " + allowed + ")");
+  }
+  return refused;
+}
 
 std::vector<std::string> delta_files(const fs::path& delta_dir) {
   std::vector<std::string> out;
@@ -67,6 +110,7 @@ std::vector<std::string> delta_files(const fs::path& delta_dir) {
 }
 
 void stage_ckb(const fs::path& ckb_dir, const fs::path& delta_dir, const fs::path& staged_dir) {
+  require_knowledge_only(delta_dir, ckb_dir);
   fs::remove_all(staged_dir);
   fs::create_directories(staged_dir.parent_path());
   fs::copy(ckb_dir, staged_dir, fs::copy_options::recursive);
@@ -86,6 +130,8 @@ std::vector<std::string> new_lint_errors(const fs::path& base_ckb, const fs::pat
 
 std::vector<std::string> merge_delta(const fs::path& delta_dir, const fs::path& ckb_dir, const std::string& round,
                                      const std::vector<std::string>& evidence) {
+  // The workflow refuses such a delta at consolidation; checked again here because this is the write into the CKB.
+  require_knowledge_only(delta_dir, ckb_dir);
   std::string evidence_text;
   for (const auto& e : evidence) evidence_text += (evidence_text.empty() ? "" : ", ") + e;
   const std::vector<std::string> files = delta_files(delta_dir);

@@ -122,8 +122,8 @@ ConversationResult run_conversation(LlmBackend& backend, const AgentRoleSpec& ro
         outcome = {false, false, "error: the arguments are not a JSON object: " + call.raw_arguments.substr(0, 200)};
       else
         outcome = sandbox.call(role, call.name, call.arguments);
-      if (outcome.edited) {
-        ++m.edits;
+      if (outcome.edits > 0) {
+        m.edits += outcome.edits;
         m.lines_added += outcome.lines_added;
         m.lines_removed += outcome.lines_removed;
       }

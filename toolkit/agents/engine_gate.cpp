@@ -50,10 +50,13 @@ VerifierRun run_verifier(const EngineGateOptions& o, const fs::path& run_dir, co
   std::vector<fs::path> readonly = {o.source_dir};
   if (!o.metainfer_binary.empty() && o.metainfer_binary.lexically_relative(o.source_dir).string().rfind("..", 0) == 0)
     readonly.push_back(o.metainfer_binary.parent_path());
-  std::map<std::string, std::string> env;
+  // The gate bounds (test_contracts/gates.toml) come from the toolkit's own CKB, named here rather than left to
+  // whatever the verifier's default would find: an evolution round's staged CKB, which agents' deltas shaped, must
+  // never be what judges them.
+  std::map<std::string, std::string> env = {{"METAINFER_CKB", (o.source_dir / "ckb").string()}};
   if (const std::string cache = host_ccache_dir(); !cache.empty()) {
     readonly.push_back(cache);
-    env = {{"CCACHE_DISABLE", ""}, {"CCACHE_DIR", cache}, {"CCACHE_READONLY", "1"}, {"CCACHE_TEMPDIR", "/tmp"}};
+    env.insert({{"CCACHE_DISABLE", ""}, {"CCACHE_DIR", cache}, {"CCACHE_READONLY", "1"}, {"CCACHE_TEMPDIR", "/tmp"}});
   }
   std::string command = "'";
   command.append(o.metainfer_binary.string()).append("' verify . --only ").append(only);

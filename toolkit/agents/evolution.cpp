@@ -132,6 +132,18 @@ class Round {
     if (r.metrics.stop == "error") return "interrupted";
     const fs::path delta = candidate_dir() / "ckb_delta";
     if (delta_files(delta).empty()) return "failed: the consolidator wrote no ckb_delta/ entry";
+    // Knowledge only: a delta that rewrote roles/ or test_contracts/ would widen the agents' grants or loosen the
+    // gates that judge the round. Each such file is a violation and the round fails before anything is staged.
+    const std::vector<std::string> refused = refused_delta_files(delta, cfg_.ckb_dir);
+    if (!refused.empty()) {
+      std::string detail = "the consolidator's delta writes outside the CKB's knowledge layers (refused, counted as violations):";
+      for (const auto& r : refused) {
+        run.sandbox().record_violation({"consolidator", "ckb_delta", "ckb_delta/" + r.substr(0, r.find(": ")), "delta_outside_knowledge", r});
+        detail += "\n  ckb_delta/" + r;
+      }
+      run.write_records();
+      return "failed: " + detail;
+    }
     stage_ckb(cfg_.ckb_dir, delta, staged_ckb());
     const std::vector<std::string> errors = new_lint_errors(cfg_.ckb_dir, staged_ckb(), cfg_.repo_root);
     if (!errors.empty()) {
@@ -176,6 +188,14 @@ class Round {
     }
     merged = merge_delta(candidate_dir() / "ckb_delta", cfg_.ckb_dir, round, evidence);
     record_["merged"] = merged;
+    if (cfg_.after_merge) {
+      // Reported, never failing the round: the merge is done and verified; this says whether it was enough.
+      try {
+        record_["coverage_after_merge"] = cfg_.after_merge(cfg_.ckb_dir);
+      } catch (const Error& e) {
+        record_["coverage_after_merge"] = {{"covered", false}, {"gaps", json::array()}, {"error", e.what()}};
+      }
+    }
     return "";
   }
 
@@ -221,6 +241,18 @@ void write_evolution_records(const fs::path& work) {
   }
   write_run_records(work, combine_run_records(work, dirs));
   write_json(work / "evolution.json", {{"format", "metainfer-evolution/1"}, {"rounds", rounds}});
+  // Whether an absorbed round left the target covered: the figures above cannot say it.
+  std::string coverage;
+  for (const json& rec : rounds) {
+    if (!rec.contains("coverage_after_merge")) continue;
+    const json& c = rec["coverage_after_merge"];
+    coverage += "- " + rec.value("round", std::string("?")) + ": " +
+                (c.value("covered", false) ? std::string("the merged CKB covers the target") : std::string("the merged CKB does not yet cover the target"));
+    if (c.contains("error")) coverage += " (coverage failed: " + c["error"].get<std::string>() + ")";
+    for (const json& g : c.value("gaps", json::array())) coverage += "\n  - gap left: " + g.get<std::string>();
+    coverage += "\n";
+  }
+  if (!coverage.empty()) std::ofstream(work / "summary.md", std::ios::app) << "\n## Coverage after the merge\n\n" << coverage;
 }
 
 EvolutionResult evolve_rounds(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, bool resume);
@@ -264,6 +296,7 @@ EvolutionResult evolve_rounds(const EvolutionConfig& cfg, const BackendFactory& 
       if (last["state"] == "ABSORBED") {
         result.state = "ABSORBED";
         result.merged_files = last.value("merged", std::vector<std::string>{});
+        if (last.contains("coverage_after_merge")) result.coverage_after_merge = last["coverage_after_merge"];
         return result;
       }
       if (last["state"] == "IN_PROGRESS") current = rounds.back();
@@ -294,6 +327,8 @@ EvolutionResult evolve_rounds(const EvolutionConfig& cfg, const BackendFactory& 
     const std::string state = round.run(result.merged_files);
     if (state == "ABSORBED") {
       result.state = "ABSORBED";
+      const json rec = json::parse(read_all(current / "round.json"));
+      if (rec.contains("coverage_after_merge")) result.coverage_after_merge = rec["coverage_after_merge"];
       return result;
     }
     if (state == "IN_PROGRESS") {

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "agents/llm_backend.h"
 #include "agents/source_switch.h"
 #include "agents/stage_loop.h"
@@ -43,12 +45,18 @@ struct EvolutionConfig {
   int max_repair_rounds = 1;
   int max_turns = 40, max_tokens = 4096;
   double command_timeout_s = 600;
+  // Asked once a delta is merged, with the merged CKB: does the CKB now cover the target? (`metainfer evolve` with
+  // constraints runs coverage again.) It answers {"covered": bool, "gaps": ["<kind> <id>: <what>", ...]}; the answer
+  // is recorded in the round ("coverage_after_merge"), the result and the summary. A gap left is reported, not a
+  // failure: the plan may lack something no knowledge delta can add (a platform feature, a kernel). Unset: not asked.
+  std::function<nlohmann::json(const std::filesystem::path& merged_ckb)> after_merge;
 };
 
 struct EvolutionResult {
   std::string state;  // "ABSORBED" | "FAILED" (rounds exhausted) | "INTERRUPTED" (resume later)
   std::vector<std::string> rounds;
   std::vector<std::string> merged_files;  // when ABSORBED
+  nlohmann::json coverage_after_merge;    // when ABSORBED and after_merge was set; null otherwise
   std::string detail;
 };
 

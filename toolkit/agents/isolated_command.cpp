@@ -57,6 +57,13 @@ const Isolation& command_isolation() {
   return probed;
 }
 
+void require_isolation_for(const Isolation& isolation, SourceSwitch source_switch, bool references_configured) {
+  if (isolation.kind != IsolationKind::unshare_net || source_switch != SourceSwitch::off || !references_configured) return;
+  fail("run_command: refused: the source switch is off and reference trees are configured, but only '", isolation.description,
+       "' is available here: it removes the network, not the file system, so a command could read the references. "
+       "Install bubblewrap (bwrap) and allow unprivileged user namespaces, or run without --reference");
+}
+
 CommandResult run_isolated_command(const std::string& command, const fs::path& run_dir,
                                    const std::vector<fs::path>& readonly_dirs, double timeout_s,
                                    std::size_t max_output_bytes, const std::vector<fs::path>& hidden_paths,

@@ -9,7 +9,9 @@
 // inside the run directory) are bound again read-only over the writable run directory, so a command cannot rewrite
 // a test contract either; what they cannot cover (a protected directory created later) the hash check catches. Without bubblewrap, `unshare -n` (or `unshare -rn` unprivileged) still
 // removes the network, but the file system is then the host's: the isolation string says so and the metrics record
-// it. With neither, commands are refused: running an agent's shell with network access is not an option.
+// it. That is not enough for SWITCH=OFF with reference trees configured (a command could read them): then
+// require_isolation_for refuses, and the sandbox runs no command. With neither, commands are refused: running an
+// agent's shell with network access is not an option.
 //
 // The environment is clean (PATH, HOME, LANG, CCACHE_DISABLE=1) plus extra_env, never the host's: it may hold API
 // keys. extra_env may override those (the engine gate lets its build read the host's ccache, read-only).
@@ -22,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "agents/source_switch.h"
+
 namespace mi::agents {
 
 enum class IsolationKind { bubblewrap, unshare_net, none };
@@ -33,6 +37,11 @@ struct Isolation {
 
 // Probed once per process (each probe runs `true` under the candidate).
 const Isolation& command_isolation();
+
+// Throws mi::Error naming the missing isolation when `isolation` cannot keep agents' commands away from the reference
+// trees: the switch is off, reference paths are configured, and there is no bubblewrap (only `unshare -n`, which
+// confines the network and not the file system).
+void require_isolation_for(const Isolation& isolation, SourceSwitch source_switch, bool references_configured);
 
 struct CommandResult {
   int exit_code = -1;

@@ -30,7 +30,7 @@ const std::vector<ToolSpec>& tool_catalog() {
        object_schema({{"path", kPath}, {"content", {{"type", "string"}}}}, {"path", "content"})},
       {"edit_file", "Replace exactly one occurrence of `old` with `new` in a file (only inside this role's writable paths).",
        object_schema({{"path", kPath}, {"old", {{"type", "string"}}}, {"new", {{"type", "string"}}}}, {"path", "old", "new"})},
-      {"run_command", "Run a shell command (e.g. a build or a test) in the run directory, without network, with a time and output limit. Returns the exit status and the output's tail.",
+      {"run_command", "Run a shell command (e.g. a build or a test) in the run directory, without network, with a time and output limit. Returns the exit status and the output's tail. Files it changes are held to your write paths like write_file: other changes are undone.",
        object_schema({{"command", {{"type", "string"}}}, {"timeout_s", {{"type", "number"}}}}, {"command"})},
   };
   return catalog;

@@ -9,6 +9,7 @@
 #include "agents/line_delta.h"
 #include "agents/path_glob.h"
 #include "agents/protected_files.h"
+#include "agents/run_dir_snapshot.h"
 #include "common/error.h"
 
 namespace mi::agents {
@@ -110,10 +111,14 @@ ToolSandbox::Resolved ToolSandbox::resolve(const std::string& text) const {
 
 ToolOutcome ToolSandbox::refuse(const AgentRoleSpec& role, const std::string& tool, const std::string& path,
                                 const std::string& rule, const std::string& detail) {
-  violations_.push_back({role.id, tool, path, rule, detail});
-  append_jsonl(config_.run_dir / ".metainfer" / "violations.jsonl",
-               {{"role", role.id}, {"tool", tool}, {"path", path}, {"rule", rule}, {"detail", detail}});
+  record_violation({role.id, tool, path, rule, detail});
   return {false, true, "refused (" + rule + "): " + detail};
+}
+
+void ToolSandbox::record_violation(const Violation& v) {
+  violations_.push_back(v);
+  append_jsonl(config_.run_dir / ".metainfer" / "violations.jsonl",
+               {{"role", v.role}, {"tool", v.tool}, {"path", v.path}, {"rule", v.rule}, {"detail", v.detail}});
 }
 
 bool ToolSandbox::may_read(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out) {
@@ -170,18 +175,22 @@ bool ToolSandbox::may_write(const AgentRoleSpec& role, const std::string& tool, 
     out = refuse(role, tool, r.shown, "path_escape", r.shown + " is outside the run directory");
     return false;
   }
-  if (path_glob_any(default_protected_globs(), r.shown) || path_glob_any(workflow_record_globs(), r.shown)) {
-    out = refuse(role, tool, r.shown, "protected_path", r.shown + " is a test contract, gate script or workflow record; no agent may change it");
-    return false;
-  }
-  if (!path_glob_any(role.write_paths, r.shown)) {
-    std::string allowed;
-    for (const auto& g : role.write_paths) allowed += (allowed.empty() ? "" : ", ") + g;
-    out = refuse(role, tool, r.shown, "write_not_granted",
-                 "role " + role.id + " may write only " + (allowed.empty() ? std::string("nothing") : allowed));
+  if (const auto rule = write_rule(role, r.shown)) {
+    out = refuse(role, tool, r.shown, rule->first, rule->second);
     return false;
   }
   return true;
+}
+
+std::optional<std::pair<std::string, std::string>> ToolSandbox::write_rule(const AgentRoleSpec& role, const std::string& rel) const {
+  if (path_glob_any(default_protected_globs(), rel) || path_glob_any(workflow_record_globs(), rel))
+    return std::pair<std::string, std::string>{"protected_path", rel + " is a test contract, gate script or workflow record; no agent may change it"};
+  if (!path_glob_any(role.write_paths, rel)) {
+    std::string allowed;
+    for (const auto& g : role.write_paths) allowed += (allowed.empty() ? "" : ", ") + g;
+    return std::pair<std::string, std::string>{"write_not_granted", "role " + role.id + " may write only " + (allowed.empty() ? std::string("nothing") : allowed)};
+  }
+  return std::nullopt;
 }
 
 ToolOutcome ToolSandbox::call(const AgentRoleSpec& role, const std::string& tool, const json& arguments) {
@@ -299,7 +308,7 @@ ToolOutcome ToolSandbox::write_file(const AgentRoleSpec& role, const json& a) {
   }
   const LineDelta d = line_delta(before, content);
   return {true, false, "wrote " + r.shown + " (" + std::to_string(content.size()) + " bytes, +" + std::to_string(d.added) + " -" + std::to_string(d.removed) + " lines)",
-          true, d.added, d.removed};
+          1, d.added, d.removed};
 }
 
 ToolOutcome ToolSandbox::edit_file(const AgentRoleSpec& role, const json& a) {
@@ -328,21 +337,70 @@ ToolOutcome ToolSandbox::edit_file(const AgentRoleSpec& role, const json& a) {
     if (!f) return error(r.shown + ": cannot write");
   }
   const LineDelta d = line_delta(before, after);
-  return {true, false, "edited " + r.shown + " (+" + std::to_string(d.added) + " -" + std::to_string(d.removed) + " lines)", true, d.added, d.removed};
+  return {true, false, "edited " + r.shown + " (+" + std::to_string(d.added) + " -" + std::to_string(d.removed) + " lines)", 1, d.added, d.removed};
 }
 
 ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   if (!has_string(a, "command") || a["command"].get<std::string>().empty()) return error("run_command needs a non-empty string 'command'");
+  const std::string command = a["command"];
+  // Reference trees are not mounted, so a command cannot read them; one that names them is still an attempt to, and
+  // is refused and counted like read_file's (never run: no isolation fallback gets the chance to expose them). No
+  // role with run_command may read references, so this holds whatever the switch says.
+  for (std::size_t i = 0; i < references_.size(); ++i)
+    for (std::string named : {references_[i].string(), config_.reference_paths[i].string()}) {
+      while (named.size() > 1 && named.back() == '/') named.pop_back();
+      if (!named.empty() && command.find(named) != std::string::npos)
+        return refuse(role, "run_command", named, "reference_path", "the command names the reference source tree " + named);
+    }
   double timeout = config_.command_timeout_s;
   if (a.contains("timeout_s") && a["timeout_s"].is_number()) timeout = std::clamp(a["timeout_s"].get<double>(), 1.0, config_.command_timeout_s);
   std::vector<fs::path> readonly;
   if (!config_.ckb_dir.empty() && fs::is_directory(config_.ckb_dir)) readonly.push_back(config_.ckb_dir);
-  // No role with run_command reads references, so they are hidden from every command whatever the switch says.
-  const CommandResult r = run_isolated_command(a["command"], config_.run_dir, readonly, timeout, config_.max_output_bytes,
+  // Refuses (throws) without an isolation that keeps the switch; before the snapshot, so nothing is read for naught.
+  require_isolation_for(command_isolation(), config_.source_switch, !references_.empty());
+  const RunDirSnapshot before = snapshot_run_dir(config_.run_dir);
+  const CommandResult r = run_isolated_command(command, config_.run_dir, readonly, timeout, config_.max_output_bytes,
                                                references_, protected_mount_points(config_.run_dir));
   std::string head = r.timed_out ? "timed out after " + std::to_string(int(timeout)) + " s" : "exit status " + std::to_string(r.exit_code);
   if (r.truncated) head += "; output cut to its last " + std::to_string(config_.max_output_bytes) + " bytes";
-  return {!r.timed_out && r.exit_code == 0, false, head + "\n" + r.output};
+  ToolOutcome out{!r.timed_out && r.exit_code == 0, false, ""};
+
+  // What the command wrote is judged like write_file: outside the role's write paths, or (switch off) carrying a
+  // foreign signature, it is undone and counted; the rest counts as edits.
+  std::string notes;
+  for (const FileChange& c : changed_files(before, snapshot_run_dir(config_.run_dir))) {
+    std::optional<std::pair<std::string, std::string>> rule = write_rule(role, c.path);
+    if (!rule && config_.source_switch == SourceSwitch::off && c.after && !c.after->symlink)
+      if (const auto sig = find_foreign_signature(c.after->bytes))
+        rule = std::pair<std::string, std::string>{"foreign_signature", c.path + " would carry a " + sig->framework + " source signature (\"" + sig->marker + "\")"};
+    if (rule) {
+      undo_change(config_.run_dir, c);
+      record_violation({role.id, "run_command", c.path, rule->first, rule->second + "; the command's change was undone"});
+      out.violation = true;
+      out.ok = false;
+      notes += "refused (" + rule->first + "): " + rule->second + "; the command's change was undone\n";
+      continue;
+    }
+    // A symlink counts as an edit of no lines; read_file judges where it points when it is used.
+    const auto text = [](const std::optional<SnapshotEntry>& e) { return e && !e->symlink ? e->bytes : std::string(); };
+    const LineDelta d = line_delta(text(c.before), text(c.after));
+    ++out.edits;
+    out.lines_added += d.added;
+    out.lines_removed += d.removed;
+  }
+
+  // The output goes to the model: with the switch off it must not carry what read_file would refuse to hand over.
+  std::string output = r.output;
+  if (config_.source_switch == SourceSwitch::off)
+    if (const auto sig = find_foreign_signature(output)) {
+      record_violation({role.id, "run_command", "", "foreign_signature",
+                        "the command's output carries a " + sig->framework + " source signature (\"" + sig->marker + "\"); withheld"});
+      out.violation = true;
+      out.ok = false;
+      output = "[output withheld (foreign_signature): it carries a " + sig->framework + " source signature]\n";
+    }
+  out.output = head + "\n" + notes + output;
+  return out;
 }
 
 }  // namespace mi::agents

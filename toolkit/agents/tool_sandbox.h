@@ -10,12 +10,16 @@
 //   ckb        inside the CKB: read-only for every role (a staged delta lives in the run directory)
 //   outside    anything else: refused
 // With SWITCH=OFF a file whose text carries a foreign-framework signature (source_switch.h) is refused wherever it
-// lies, and writing such text is refused too. Each refusal by policy is a Violation; plain failures (no such file,
+// lies, and writing such text is refused too. run_command is held to the same rules: a command naming a reference
+// tree is refused unrun, output carrying a signature is withheld, and what the command changed in the run directory
+// (run_dir_snapshot.h) is judged like a write: refused changes are undone, accepted ones counted as edits. Each
+// refusal by policy is a Violation; plain failures (no such file,
 // an `old` string that is not there) are errors the agent can fix and are not counted as violations. Violations
 // and reference reads are also appended, as they happen, to .metainfer/violations.jsonl and
 // .metainfer/reference_access.jsonl in the run directory, so an interrupted run keeps them.
 #pragma once
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,7 +43,7 @@ struct SandboxConfig {
 struct Violation {
   std::string role, tool, path;
   std::string rule;    // reference_path | foreign_signature | path_escape | protected_path | write_not_granted |
-                       // tool_not_granted
+                       // tool_not_granted | delta_outside_knowledge (recorded by the evolution workflow)
   std::string detail;
 };
 
@@ -51,7 +55,7 @@ struct ToolOutcome {
   bool ok = false;
   bool violation = false;   // refused by policy (a Violation was recorded)
   std::string output;       // what goes back to the model
-  bool edited = false;      // a file changed
+  int edits = 0;            // files changed (run_command may change several)
   long lines_added = 0, lines_removed = 0;
 };
 
@@ -64,6 +68,9 @@ class ToolSandbox {
   const std::vector<Violation>& violations() const { return violations_; }
   const std::vector<ReferenceAccess>& reference_accesses() const { return accesses_; }
   const SandboxConfig& config() const { return config_; }
+  // A refusal the workflow made outside a tool call (a CKB delta that writes outside the knowledge layers):
+  // recorded and logged like the sandbox's own, so the run's metrics count it.
+  void record_violation(const Violation& v);
   // The evolution loop explores with the switch as configured and does everything else with it off.
   void set_source_switch(SourceSwitch s) { config_.source_switch = s; }
 
@@ -81,6 +88,8 @@ class ToolSandbox {
   // Read access to `r` for `role` (area + switch); on refusal fills `out` and returns false.
   bool may_read(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out);
   bool may_write(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out);
+  // For a run-directory path: the rule that forbids `role` to write it and why, or nothing when it may.
+  std::optional<std::pair<std::string, std::string>> write_rule(const AgentRoleSpec& role, const std::string& rel) const;
   void log_access(const AgentRoleSpec& role, const std::string& tool, const Resolved& r);
   // SWITCH=OFF content check; true when `text` may be handed over.
   bool clean_content(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, std::string_view text, ToolOutcome& out);

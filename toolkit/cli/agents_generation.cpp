@@ -15,9 +15,10 @@ namespace fs = std::filesystem;
 void add_agents_generation_options(CLI::App* cmd, AgentsGenerationOptions& o) {
   add_llm_flags(cmd, o.llm, false);
   cmd->add_option("--max-repair-rounds", o.max_repair_rounds, "--backend agents: repair rounds per stage after the first implementation")
-      ->capture_default_str();
+      ->check(whole_number_at_least(0))->capture_default_str();
   cmd->add_flag("--no-review", o.no_review, "--backend agents: no spec reviewer between the implementation rounds");
-  cmd->add_option("--gate-timeout-s", o.gate_timeout_s, "--backend agents: time limit of each gate run (build included)")->capture_default_str();
+  cmd->add_option("--gate-timeout-s", o.gate_timeout_s, "--backend agents: time limit of each gate run (build included)")
+      ->check(positive_seconds())->capture_default_str();
 }
 
 std::vector<std::string> agents_generation_flags_given(const CLI::App* cmd) {

@@ -72,12 +72,13 @@ void register_agents_command(CLI::App& app, int& exit_code) {
   auto* obj = stage->add_option("--objective", s->objective, "the stage objective (the implementer's task)");
   auto* obj_file = stage->add_option("--objective-file", s->objective_file, "read the objective from a file");
   obj->excludes(obj_file);
-  stage->add_option("--max-repair-rounds", s->rounds, "repair rounds after the first implementation")->capture_default_str();
+  stage->add_option("--max-repair-rounds", s->rounds, "repair rounds after the first implementation")
+      ->check(whole_number_at_least(0))->capture_default_str();
   stage->add_flag("--review", s->review, "run the spec reviewer after each implementation round");
   stage->add_flag("--engine-gate", s->engine_gate,
                   "the run directory is an engine directory (metainfer generate --no-verify): judge the stage with the real "
                   "gates, metainfer verify --only L1_stage:<stage> --allow-modified-sources");
-  stage->add_option("--gate-timeout-s", s->gate_timeout_s, "gate script time limit")->capture_default_str();
+  stage->add_option("--gate-timeout-s", s->gate_timeout_s, "gate script time limit")->check(positive_seconds())->capture_default_str();
   add_llm_flags(stage, s->llm);
   stage->callback([s, &exit_code] {
     if (s->objective.empty() && s->objective_file.empty()) fail("give --objective or --objective-file");

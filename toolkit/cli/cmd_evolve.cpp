@@ -45,9 +45,9 @@ void add_evolve_options(CLI::App* cmd, EvolveOptions& e, bool top_level) {
       ->required();
   cmd->add_option("--stage", e.stage, "the gate judging candidate and regeneration (an engine stage for an engine directory)")
       ->capture_default_str();
-  cmd->add_option("--max-rounds", e.rounds, "rounds before giving up")->capture_default_str();
-  cmd->add_option("--max-repair-rounds", e.repair_rounds, "repair rounds per stage run")->capture_default_str();
-  cmd->add_option("--gate-timeout-s", e.gate_timeout_s, "gate time limit")->capture_default_str();
+  cmd->add_option("--max-rounds", e.rounds, "rounds before giving up")->check(whole_number_at_least(1))->capture_default_str();
+  cmd->add_option("--max-repair-rounds", e.repair_rounds, "repair rounds per stage run")->check(whole_number_at_least(0))->capture_default_str();
+  cmd->add_option("--gate-timeout-s", e.gate_timeout_s, "gate time limit")->check(positive_seconds())->capture_default_str();
   cmd->add_flag("--resume", e.resume, "continue the evolution recorded in --work-dir");
   add_llm_flags(cmd, e.llm);
 }
@@ -59,13 +59,16 @@ int run_evolve(const EvolveOptions& e) {
   if (!engine_contracts && !fs::is_regular_file(fs::path(e.contracts) / "gates" / (e.stage + ".sh")))
     fail("--contracts: ", e.contracts, " has no gate script gates/", e.stage, ".sh and is not an engine directory with the stage test tests/stage_",
          e.stage, "_test.cpp (the gate of --stage ", e.stage, ")");
+  // Bad LLM flags (no model, no key for a hosted API) fail here, before a work directory or a round is laid down.
+  const agents::BackendConfig bc = backend_config(e.llm);
+  agents::make_backend(bc);
   agents::EvolutionConfig cfg;
   std::string target = e.target_file.empty() ? e.target : read_flag_file("--target-file", e.target_file);
   std::optional<coverage::Plan> plan;
+  constraints::Overrides overrides;
+  if (!e.model.empty()) overrides.model = e.model;
   if (!e.constraints.empty() || !e.model.empty()) {
     // Evolution is entered only when coverage fails; the plan's gaps are what the round must learn.
-    constraints::Overrides overrides;
-    if (!e.model.empty()) overrides.model = e.model;
     plan = coverage::plan_for(ckb::load(e.llm.ckb_dir), e.constraints, overrides);
   }
   cfg.work_dir = !e.work_dir.empty() ? fs::path(e.work_dir)
@@ -98,16 +101,29 @@ int run_evolve(const EvolveOptions& e) {
   cfg.max_repair_rounds = e.repair_rounds;
   cfg.max_turns = e.llm.max_turns;
   cfg.max_tokens = e.llm.max_tokens;
-  const agents::BackendConfig bc = backend_config(e.llm);
-  agents::make_backend(bc);  // bad flags fail here, before any round is recorded
+  if (plan) {
+    // ABSORBED means the delta passed the gates; whether the CKB now covers the constraints is coverage's call.
+    cfg.after_merge = [constraints = e.constraints, overrides](const fs::path& merged_ckb) {
+      const coverage::Plan after = coverage::plan_for(ckb::load(merged_ckb), constraints, overrides);
+      nlohmann::json gaps = nlohmann::json::array();
+      for (const auto& g : after.gaps) gaps.push_back(g.kind + " " + g.id + ": " + g.what);
+      return nlohmann::json{{"covered", after.covered}, {"gaps", gaps}};
+    };
+  }
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   const agents::GateRunner gate = agents::engine_or_script_gate({self, ckb::default_repo_root(), e.gate_timeout_s}, e.gate_timeout_s);
   const agents::EvolutionResult r = agents::evolve(cfg, [bc] { return agents::make_backend(bc); }, gate, e.resume);
   std::cerr << "metainfer evolve: " << r.state << (r.detail.empty() ? "" : " (" + r.detail + ")") << "; records in "
             << cfg.work_dir.string() << "\n";
+  if (!r.coverage_after_merge.is_null())
+    std::cerr << "metainfer evolve: " << (r.coverage_after_merge.value("covered", false) ? "the merged CKB covers the constraints"
+                                                                                           : "the merged CKB does not yet cover the constraints (gaps left: " +
+                                                                                                 r.coverage_after_merge.value("gaps", nlohmann::json::array()).dump() + ")")
+              << "\n";
   std::cout << nlohmann::json{{"state", r.state}, {"rounds", r.rounds}, {"merged", r.merged_files}, {"detail", r.detail},
-                              {"work_dir", cfg.work_dir.string()}, {"gate", engine_contracts ? "engine" : "script"}}.dump()
+                              {"work_dir", cfg.work_dir.string()}, {"gate", engine_contracts ? "engine" : "script"},
+                              {"coverage_after_merge", r.coverage_after_merge}}.dump()
             << "\n";
   return r.state == "ABSORBED" ? kExitOk : kExitFailure;
 }

@@ -29,6 +29,11 @@ struct LlmFlags {
 // A command that has its own --ckb (generate) passes with_ckb = false and sets flags.ckb_dir itself.
 void add_llm_flags(CLI::App* cmd, LlmFlags& flags, bool with_ckb = true);
 
+// Validators for counts and limits, with messages a user reads (CLI11 prefixes the flag; exit 2): a whole number of
+// at least `min`; a positive number of seconds.
+CLI::Validator whole_number_at_least(int min);
+CLI::Validator positive_seconds();
+
 // The LLM flags of `cmd` the user actually gave (for commands where they only apply in one mode).
 std::vector<std::string> given_llm_flags(const CLI::App* cmd);
 

@@ -78,7 +78,7 @@ TEST(AgentCli, EvolveAbsorbsARoundAndResumeReportsIt) {
   const json done = {{"respond", {{"text", "done"}}}};
   mi_test::ScriptedLlmServer server(json{{"steps", json::array({
       write_step("exploration/notes.md", "The answer is 42.\n"), done,                      // explorer
-      write_step("ckb_delta/knowledge/answer.md", "The answer is 42.\n"), done,            // consolidator
+      write_step("ckb_delta/experience/answer.md", "The answer is 42.\n"), done,            // consolidator
       write_step("src/answer.txt", "42\n"), done,                                          // candidate
       write_step("src/answer.txt", "42\n"), done,                                          // regeneration
   })}});
@@ -89,7 +89,7 @@ TEST(AgentCli, EvolveAbsorbsARoundAndResumeReportsIt) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
   EXPECT_EQ(mi_test::last_json_line(r.out)["state"], "ABSORBED") << r.out << r.err;
-  EXPECT_TRUE(fs::exists(ckb / "knowledge/answer.md"));
+  EXPECT_TRUE(fs::exists(ckb / "experience/answer.md"));
   // Again without --resume: refused (exit 2); with it: the recorded result, no new request.
   EXPECT_EQ(mi_test::metainfer(args).exit_code, 2);
   std::vector<std::string> resume = args;

@@ -46,7 +46,7 @@ TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinue
   fs::copy(fs::path(METAINFER_SOURCE_DIR) / "ckb", ckb, fs::copy_options::recursive);
   write(contracts / "gates/target.sh", "grep -qx 42 src/answer.txt || { echo 'src/answer.txt must hold 42'; exit 1; }\n");
   const std::string model = uncovered_checkpoint(dir.path()).string();
-  const fs::path merged = ckb / "knowledge/qwen9_hybrid.md";
+  const fs::path merged = ckb / "experience/qwen9_hybrid.md";
   auto evolve = [&](const mi_test::ScriptedLlmServer& server, std::vector<std::string> extra) {
     std::vector<std::string> args = {"evolve", "--model", model, "--work-dir", work.string(), "--contracts", contracts.string(), "--ckb",
                                      ckb.string(), "--max-repair-rounds", "0", "--llm-url", server.base_url() + "/v1", "--llm-model",
@@ -62,7 +62,7 @@ TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinue
         write_step("exploration/notes.md", "Qwen9Hybrid: the answer is 42.\n",
                    {{"system_contains", "exploration agent"}, {"body_contains", {"Coverage detection found", "inputs/plan.json", "Qwen9HybridForCausalLM"}}}),
         kDone,
-        write_step("ckb_delta/knowledge/qwen9_hybrid.md", "The answer is 42.\n"), kDone,  // consolidator
+        write_step("ckb_delta/experience/qwen9_hybrid.md", "The answer is 42.\n"), kDone,  // consolidator
         write_step("src/answer.txt", "42\n"), kDone,                                     // candidate: passes
         write_step("src/answer.txt", "41\n", {{"body_contains", {"knowledge base only"}}}), kDone,  // regeneration: fails
         write_step("failure/analysis.md", "The regeneration wrote 41: the delta must say 42 plainly.\n",
@@ -92,10 +92,16 @@ TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinue
     EXPECT_EQ(json::parse(slurp(work / "evo-002/round.json"))["phase"], "consolidate");
     EXPECT_FALSE(fs::exists(merged));
   }
-  // Round 2, resumed: it continues at the consolidation (no second exploration) and is absorbed.
+  // Round 2, resumed: it continues at the consolidation (no second exploration) and is absorbed. The delta also
+  // teaches the qwen3_next family the new architecture name, so coverage run again on the merged CKB finds it covered.
+  std::string family = slurp(fs::path(METAINFER_SOURCE_DIR) / "ckb/families/qwen3_next.toml");
+  const std::string arch_line = "architectures = [\"Qwen3NextForCausalLM\"]";
+  ASSERT_NE(family.find(arch_line), std::string::npos);
+  family.replace(family.find(arch_line), arch_line.size(), "architectures = [\"Qwen3NextForCausalLM\", \"Qwen9HybridForCausalLM\"]");
   {
     mi_test::ScriptedLlmServer server(json{{"steps", json::array({
-        write_step("ckb_delta/knowledge/qwen9_hybrid.md", "The answer is 42, plainly.\n", {{"system_contains", "consolidation agent"}}), kDone,
+        write_step("ckb_delta/experience/qwen9_hybrid.md", "The answer is 42, plainly.\n", {{"system_contains", "consolidation agent"}}),
+        write_step("ckb_delta/families/qwen3_next.toml", family), kDone,
         write_step("src/answer.txt", "42\n"), kDone,
         write_step("src/answer.txt", "42\n"), kDone,
     })}});
@@ -108,6 +114,11 @@ TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinue
     ASSERT_TRUE(fs::exists(merged));
     EXPECT_NE(slurp(merged).find("evo-002"), std::string::npos) << slurp(merged);
     EXPECT_NE(slurp(ckb / "evolution/log.toml").find("evo-002"), std::string::npos);
+    // ABSORBED, and the merged CKB now covers the constraints: said in the result, the round and the summary.
+    EXPECT_EQ(last["coverage_after_merge"]["covered"], true) << r.out;
+    EXPECT_EQ(last["coverage_after_merge"]["gaps"], json::array()) << r.out;
+    EXPECT_EQ(json::parse(slurp(work / "evo-002/round.json"))["coverage_after_merge"]["covered"], true);
+    EXPECT_NE(slurp(work / "summary.md").find("evo-002: the merged CKB covers the target"), std::string::npos) << slurp(work / "summary.md");
   }
   const json metrics = json::parse(slurp(work / "metrics.json"));
   EXPECT_EQ(metrics["totals"]["agents_started"], 10) << metrics.dump(2);  // 5 + 1 + 4 conversations over three sessions
@@ -164,7 +175,7 @@ TEST(Evolve, RoundsOverAnEngineAreJudgedByTheRealStageGate) {
   text.replace(text.find(good), good.size(), bad);
   write(engine / kernel, text);
   const json repair = {{"respond", {{"tool_calls", {call("e", "edit_file", {{"path", kernel}, {"old", bad}, {"new", good}})}}}}};
-  const fs::path merged = ckb / "knowledge/rmsnorm_mean.md";
+  const fs::path merged = ckb / "experience/rmsnorm_mean.md";
   const std::string delta = "# RMSNorm divides the sum of squares by n.\n";
   auto evolve = [&](const mi_test::ScriptedLlmServer& server, std::vector<std::string> extra) {
     std::vector<std::string> args = {"evolve", "--model", model, "--force", "--work-dir", work.string(), "--contracts", engine.string(),
@@ -176,7 +187,7 @@ TEST(Evolve, RoundsOverAnEngineAreJudgedByTheRealStageGate) {
   {
     mi_test::ScriptedLlmServer server(json{{"steps", json::array({
         write_step("exploration/notes.md", "RMSNorm: mean of squares.\n"), kDone,
-        write_step("ckb_delta/knowledge/rmsnorm_mean.md", delta), kDone,
+        write_step("ckb_delta/experience/rmsnorm_mean.md", delta), kDone,
         repair, kDone,                                                                   // candidate: repaired, passes
         {{"respond", {{"text", "Nothing to change."}}}},                                  // regeneration: fails
         write_step("failure/analysis.md", "The regeneration left RMSNorm broken.\n", {{"body_contains", {"FAILED L1_stage:basic_execution"}}}),
@@ -196,7 +207,7 @@ TEST(Evolve, RoundsOverAnEngineAreJudgedByTheRealStageGate) {
   {
     mi_test::ScriptedLlmServer server(json{{"steps", json::array({
         write_step("exploration/notes.md", "Repair RMSNorm in the regeneration too.\n", {{"body_contains", {"seed/failure.md"}}}), kDone,
-        write_step("ckb_delta/knowledge/rmsnorm_mean.md", delta), kDone,
+        write_step("ckb_delta/experience/rmsnorm_mean.md", delta), kDone,
         repair, kDone,
         repair, kDone,
     })}});

@@ -1,6 +1,6 @@
 // `metainfer generate --backend agents` where no engine build is needed: an implementer that plants a gate script
-// through its shell is caught by the hash check before any gate runs (the engine is never built), and the flags'
-// bad-input errors. The end-to-end run with the real gates is generate_agents_test.cpp.
+// through its shell has the change undone and counted (the engine is never built), and the flags' bad-input errors.
+// The end-to-end run with the real gates is generate_agents_test.cpp.
 #include <gtest/gtest.h>
 
 #include "../toolkit_support.h"
@@ -16,31 +16,35 @@ using nlohmann::json;
 using agents_test::call;
 using agents_test::slurp;
 
-TEST(AgentGenerateCli, ImplementerTamperingWithTheTestContractsIsCaughtBeforeAnyGate) {
+TEST(AgentGenerateCli, ImplementerTamperingWithTheTestContractsIsRefusedAndUndone) {
   if (mi::agents::command_isolation().kind == mi::agents::IsolationKind::none) GTEST_SKIP() << "run_command needs isolation";
   mi_test::TempDir dir("agents-generate-tamper");
   const fs::path engine = dir / "engine";
-  // First through the file tools (refused: a violation), then through its shell: a new protected file.
+  // First through the file tools, then through its shell (a new protected file): both refused, both violations. The
+  // endpoint then stops, so the stage ends before any gate, and the engine is never built.
   const std::string planted = "mkdir -p gates && echo 'exit 0' > gates/basic_execution.sh";
   mi_test::ScriptedLlmServer server(json{{"steps", json::array({
       {{"respond", {{"tool_calls", {call("w", "write_file", {{"path", "tests/stage_basic_execution_test.cpp"}, {"content", "int main() {}\n"}})}}}}},
       {{"expect", {{"body_contains", {"protected"}}}},
        {"respond", {{"tool_calls", {call("c", "run_command", {{"command", planted}})}}}}},
-      {{"respond", {{"text", "The stage passes now."}}}},
+      {{"expect", {{"body_contains", {"gates/basic_execution.sh", "undone"}}}}, {"respond", {{"status", 400}, {"error", "stop here"}}}},
   })}});
   const auto r = mi_test::metainfer({"generate", "--model", mi_test::golden("qwen3-tiny").string(), "--platform", "x86-64-avx2", "-o",
                                      engine.string(), "--backend", "agents", "--no-review", "--llm-url", server.base_url() + "/v1",
-                                     "--llm-model", "scripted"},
+                                     "--llm-model", "scripted", "--llm-attempts", "1"},
                                     300);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
   const json last = mi_test::last_json_line(r.out);
-  EXPECT_EQ(last["state"], "TAMPERED:basic_execution") << r.out;
-  EXPECT_NE(last["detail"].get<std::string>().find("added gates/basic_execution.sh"), std::string::npos) << last.dump(2);
+  EXPECT_EQ(last["state"], "AGENT_ERROR:basic_execution") << r.out;
   EXPECT_TRUE(last["final_gates"].is_null());
   EXPECT_FALSE(fs::exists(engine / "build"));  // no gate ran, nothing was built
+  EXPECT_FALSE(fs::exists(engine / "gates/basic_execution.sh"));
   EXPECT_NE(slurp(engine / "tests/stage_basic_execution_test.cpp").find("TEST("), std::string::npos);
-  EXPECT_EQ(json::parse(slurp(engine / "metrics.json"))["totals"]["violations"], 1);
+  const json metrics = json::parse(slurp(engine / "metrics.json"));
+  EXPECT_EQ(metrics["totals"]["violations"], 2) << metrics["violations"].dump(1);
+  EXPECT_EQ(metrics["violations"][1]["path"], "gates/basic_execution.sh");
+  EXPECT_EQ(metrics["violations"][1]["rule"], "protected_path");
 }
 
 // What each stage's implementer is told: the CKB's stages in order, each with only this engine's contracts of the

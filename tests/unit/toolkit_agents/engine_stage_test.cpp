@@ -23,6 +23,25 @@ std::string slurp(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// The stage gate's verifier reads its gate bounds from the toolkit's CKB, named explicitly, whatever CKB the agents
+// were given (an evolution round's staged copy). A stand-in verifier reports what it was told.
+TEST(AgentEngineStage, TheVerifierReadsGateBoundsFromTheToolkitsCkb) {
+  if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "the verifier runs isolated; no isolation here";
+  mi_test::TempDir dir("agents-engine-ckb");
+  const fs::path run = dir / "engine", fake = dir / "bin" / "fake-metainfer";
+  fs::create_directories(run / "tests");
+  std::ofstream(run / "MANIFEST.json") << R"({"format": "metainfer-manifest/1", "engine": "e", "binary": "bin/e", "stages": ["basic_execution"]})";
+  std::ofstream(run / "tests/stage_basic_execution_test.cpp") << "\n";
+  fs::create_directories(fake.parent_path());
+  std::ofstream(fake) << "#!/bin/sh\necho \"gate bounds from: $METAINFER_CKB\"\nexit 1\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  ::setenv("METAINFER_CKB", (dir / "staged_ckb").string().c_str(), 1);  // must not leak into the gate
+  const GateOutcome g = engine_stage_gate({fake, METAINFER_SOURCE_DIR, 60})(run, "basic_execution");
+  ::unsetenv("METAINFER_CKB");
+  EXPECT_FALSE(g.passed);
+  EXPECT_NE(g.evidence.find("gate bounds from: " + (fs::path(METAINFER_SOURCE_DIR) / "ckb").string()), std::string::npos) << g.evidence;
+}
+
 TEST(AgentEngineStage, RepairsABrokenKernelUnderTheRealStageGate) {
   if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "the verifier runs isolated; no isolation here";
   mi_test::TempDir dir("agents-engine");

@@ -33,7 +33,7 @@ std::vector<json> explore_and_consolidate(const std::string& seed_expected = "")
   return {tool_step(explorer_expect, "write_file", {{"path", "exploration/notes.md"}, {"content", "scale() must return 2 (model card).\n"}}),
           text_step("Notes written."),
           tool_step({{"system_contains", "knowledge-consolidation agent"}, {"body_contains", {"exploration/notes.md"}}}, "write_file",
-                    {{"path", "ckb_delta/knowledge/scale.md"}, {"content", "# scale\nscale() returns 2.\n"}}),
+                    {{"path", "ckb_delta/experience/scale.md"}, {"content", "# scale\nscale() returns 2.\n"}}),
           text_step("Delta staged.")};
 }
 std::vector<json> candidate_writes(const std::string& value) {
@@ -44,7 +44,7 @@ std::vector<json> candidate_writes(const std::string& value) {
 // The regeneration reads the staged knowledge through @ckb: it has nothing else to go on.
 std::vector<json> regeneration_writes(const std::string& value) {
   return {tool_step({{"system_contains", "implementation agent"}, {"body_contains", {"Use the knowledge base only."}}}, "read_file",
-                    {{"path", "@ckb/knowledge/scale.md"}}),
+                    {{"path", "@ckb/experience/scale.md"}}),
           tool_step({{"body_contains", {"scale() returns 2."}}}, "write_file", {{"path", "src/scale.txt"}, {"content", value + "\n"}}),
           text_step("Regenerated.")};
 }
@@ -109,9 +109,9 @@ TEST(AgentEvolution, NothingIsMergedWhenTheSwitchOffRegenerationFails) {
   const json round = json::parse(slurp(w.work / "evo-001/round.json"));
   EXPECT_EQ(round["state"], "FAILED:regenerate");
   EXPECT_EQ(round["candidate"]["state"], "PASSED");
-  EXPECT_FALSE(fs::exists(w.ckb / "knowledge/scale.md"));
+  EXPECT_FALSE(fs::exists(w.ckb / "experience/scale.md"));
   EXPECT_FALSE(fs::exists(w.ckb / "evolution"));
-  EXPECT_TRUE(fs::exists(w.work / "evo-001/staged_ckb/knowledge/scale.md"));
+  EXPECT_TRUE(fs::exists(w.work / "evo-001/staged_ckb/experience/scale.md"));
   // The regeneration's run directory held the contracts only: no notes, no candidate sources.
   EXPECT_FALSE(fs::exists(w.work / "evo-001/regen/exploration"));
   EXPECT_EQ(slurp(w.work / "evo-001/candidate/failure/analysis.md"), "ANALYSIS: the regeneration wrote 1.\n");
@@ -127,8 +127,8 @@ TEST(AgentEvolution, AFailedRoundSeedsTheNextWhichIsAbsorbedAndTagged) {
   EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
   EXPECT_EQ(r.state, "ABSORBED") << r.detail;
   EXPECT_EQ(r.rounds, (std::vector<std::string>{"evo-001", "evo-002"}));
-  EXPECT_EQ(r.merged_files, std::vector<std::string>{"knowledge/scale.md"});
-  EXPECT_EQ(slurp(w.ckb / "knowledge/scale.md"),
+  EXPECT_EQ(r.merged_files, std::vector<std::string>{"experience/scale.md"});
+  EXPECT_EQ(slurp(w.ckb / "experience/scale.md"),
             "<!-- evolved in evo-002; evidence: evo-002/candidate/reports/target/round-0.txt, evo-002/regen/reports/target/round-0.txt -->\n"
             "# scale\nscale() returns 2.\n");
   const std::string log = slurp(w.ckb / "evolution/log.toml");
@@ -168,10 +168,24 @@ TEST(AgentEvolution, AnInterruptedEvolutionResumesAtThePhaseItStoppedIn) {
 
   // Resumed: no exploration or consolidation again; the first request is the candidate implementer's.
   mi_test::ScriptedLlmServer server(script({candidate_writes("2"), regeneration_writes("2")}));
-  const EvolutionResult r = evolve(w.config(1), backends(server), script_gate(30), true);
+  // Absorbed, but coverage (asked after the merge, with the merged CKB) still finds a gap no delta can close: the
+  // round stays ABSORBED and the gap is reported.
+  EvolutionConfig resumed = w.config(1);
+  fs::path asked_with;
+  resumed.after_merge = [&](const fs::path& merged_ckb) {
+    asked_with = merged_ckb;
+    return json{{"covered", false}, {"gaps", {"platform amx: the host lacks AMX"}}};
+  };
+  const EvolutionResult r = evolve(resumed, backends(server), script_gate(30), true);
   EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
   EXPECT_EQ(r.state, "ABSORBED") << r.detail;
-  EXPECT_TRUE(fs::exists(w.ckb / "knowledge/scale.md"));
+  EXPECT_TRUE(fs::exists(w.ckb / "experience/scale.md"));
+  EXPECT_EQ(asked_with, w.ckb);
+  EXPECT_EQ(r.coverage_after_merge["covered"], false);
+  EXPECT_EQ(json::parse(slurp(w.work / "evo-001/round.json"))["coverage_after_merge"]["gaps"][0], "platform amx: the host lacks AMX");
+  const std::string summary = slurp(w.work / "summary.md");
+  EXPECT_NE(summary.find("evo-001: the merged CKB does not yet cover the target"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("gap left: platform amx: the host lacks AMX"), std::string::npos) << summary;
   // The candidate's metrics span both sessions: explorer, consolidator, the interrupted implementer and its rerun.
   const json metrics = json::parse(slurp(w.work / "evo-001/candidate/metrics.json"));
   EXPECT_EQ(metrics["totals"]["agents_started"], 4);
@@ -195,6 +209,61 @@ TEST(AgentEvolution, ADeltaThatBreaksTheCkbIsNotStaged) {
   EXPECT_EQ(round["state"], "FAILED:consolidate");
   EXPECT_NE(round["detail"].get<std::string>().find("broken.toml"), std::string::npos) << round.dump(1);
   EXPECT_FALSE(fs::exists(w.ckb / "contracts/broken.toml"));
+}
+
+// A delta that rewrites the gate bounds or a role's grants never reaches the CKB: the round fails at consolidation,
+// naming each file, and each is a violation in the run's metrics.
+TEST(AgentEvolution, ADeltaOutsideTheKnowledgeLayersIsRefusedAndCounted) {
+  REQUIRE_ISOLATION();
+  EvoWorld w;
+  const std::string gates_before = slurp(w.ckb / "test_contracts/gates.toml");
+  const std::string roles_before = slurp(w.ckb / "roles/implementer.toml");
+  mi_test::ScriptedLlmServer server(script(
+      {{tool_step(json::object(), "write_file", {{"path", "exploration/notes.md"}, {"content", "x\n"}}), text_step("ok"),
+        tool_step(json::object(), "write_file", {{"path", "ckb_delta/test_contracts/gates.toml"}, {"content", gates_before + "\nprecise_logit_tolerance = 1e9\n"}}),
+        tool_step(json::object(), "write_file", {{"path", "ckb_delta/roles/implementer.toml"}, {"content", roles_before + "\n# write_paths = [\"**\"]\n"}}),
+        tool_step(json::object(), "write_file", {{"path", "ckb_delta/experience/scale.md"}, {"content", "scale() returns 2.\n"}}),
+        text_step("ok")},
+       {tool_step({{"system_contains", "failure-analysis agent"}, {"body_contains", {"knowledge layers"}}}, "write_file",
+                  {{"path", "failure/analysis.md"}, {"content", "delta refused\n"}}),
+        text_step("ok")}}));
+  const EvolutionResult r = evolve(w.config(1), backends(server), script_gate(30), false);
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  EXPECT_EQ(r.state, "FAILED");
+  const json round = json::parse(slurp(w.work / "evo-001/round.json"));
+  EXPECT_EQ(round["state"], "FAILED:consolidate");
+  const std::string detail = round["detail"];
+  EXPECT_NE(detail.find("ckb_delta/test_contracts/gates.toml: not in a knowledge layer"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("ckb_delta/roles/implementer.toml"), std::string::npos) << detail;
+  EXPECT_EQ(detail.find("experience/scale.md"), std::string::npos) << detail;
+  EXPECT_EQ(slurp(w.ckb / "test_contracts/gates.toml"), gates_before);
+  EXPECT_EQ(slurp(w.ckb / "roles/implementer.toml"), roles_before);
+  EXPECT_EQ(slurp(w.work / "evo-001/staged_ckb/test_contracts/gates.toml"), gates_before);
+  const json metrics = json::parse(slurp(w.work / "metrics.json"));
+  EXPECT_EQ(metrics["totals"]["violations"], 2) << metrics.dump(1);
+  int refused = 0;
+  for (const auto& v : metrics["violations"]) refused += v["rule"] == "delta_outside_knowledge";
+  EXPECT_EQ(refused, 2) << metrics["violations"].dump(1);
+}
+
+TEST(AgentEvolution, MergeAndStagingRefuseADeltaOutsideTheKnowledgeLayers) {
+  mi_test::TempDir dir("agents-merge-layers");
+  fs::copy(fs::path(METAINFER_SOURCE_DIR) / "ckb", dir / "ckb", fs::copy_options::recursive);
+  write(dir / "delta/experience/ok.md", "fine\n");
+  EXPECT_TRUE(refused_delta_files(dir / "delta", dir / "ckb").empty());
+  for (const char* bad : {"roles/implementer.toml", "test_contracts/gates.toml", "agents/x.toml", "ckb.toml", "evolution/log.toml", "notes.md"}) {
+    SCOPED_TRACE(bad);
+    const fs::path planted = dir / "delta" / bad;
+    const bool existed = fs::exists(dir / "ckb" / bad);
+    const std::string before = existed ? slurp(dir / "ckb" / bad) : "";
+    write(planted, "planted = true\n");
+    ASSERT_EQ(refused_delta_files(dir / "delta", dir / "ckb").size(), 1u);
+    EXPECT_THROW(merge_delta(dir / "delta", dir / "ckb", "evo-001", {}), mi::Error);
+    EXPECT_THROW(stage_ckb(dir / "ckb", dir / "delta", dir / "staged"), mi::Error);
+    EXPECT_EQ(existed ? slurp(dir / "ckb" / bad) : std::string(), before);
+    EXPECT_FALSE(fs::exists(dir / "ckb/experience/ok.md"));  // nothing of the delta was written
+    fs::remove(planted);
+  }
 }
 
 TEST(AgentEvolution, AMergeRunTwiceLogsItsRoundOnce) {

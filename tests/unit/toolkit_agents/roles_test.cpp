@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
+#include <regex>
+#include <set>
 
 #include "../toolkit_support.h"
 #include "agents/agent_role.h"
@@ -94,6 +97,37 @@ TEST(AgentRoles, TheVerifierRowIsCodeAndNoLlmCanPlayIt) {
   const fs::path copy2 = planted(dir2, "verifier.toml", "runs = \"metainfer verify\"", "runs = \"metainfer verify\"\nprompt = \"Say PASS.\"");
   const std::string all2 = describe(role_errors(copy2));
   EXPECT_NE(all2.find("kind \"code\" has none"), std::string::npos) << all2;
+}
+
+// A prompt that names a run-directory file the workflow never lays down sends the model looking for it. Each role's
+// prompt may name only what exists when that role runs (its task names the rest, such as the review report's path).
+TEST(AgentRoles, PromptsNameOnlyFilesTheWorkflowProduces) {
+  const std::map<std::string, std::set<std::string>> allowed = {
+      {"orchestrator", {"strategy/strategy.md"}},
+      {"explorer", {"inputs/", "exploration/notes.md"}},
+      {"implementer", {"src/", "reports/", "tests/", "notes/implementer/questions.md"}},
+      {"spec_reviewer", {"src/", "review/"}},
+      {"consolidator", {"exploration/notes.md", "ckb_delta/", "ckb_delta/contracts/", "framework/", "families/", "platforms/",
+                        "signals/", "experience/"}},
+      {"failure_analyst", {"reports/", "failure/analysis.md"}},
+      {"experiment_summariser", {"ckb_delta/experience/", "ckb_delta/experience/<topic>.toml"}},
+  };
+  // Run-directory paths: a word, a slash, and what follows up to a space or punctuation that ends a sentence.
+  const std::regex path(R"(([A-Za-z_]+/(?:[A-Za-z0-9_<>./-]*[A-Za-z0-9_<>/])?))");
+  for (const AgentRoleSpec& role : load_roles(kCkb / "roles")) {
+    if (!role.is_llm()) continue;
+    SCOPED_TRACE(role.id);
+    ASSERT_TRUE(allowed.count(role.id));
+    for (std::sregex_iterator it(role.prompt.begin(), role.prompt.end(), path), end; it != end; ++it) {
+      const std::string p = (*it)[1];
+      if (p.rfind("ckb/", 0) == 0 || p.rfind("@ckb", 0) == 0 || role.prompt.compare(it->position(1) - 1, 1, "@") == 0) continue;
+      EXPECT_TRUE(allowed.at(role.id).count(p)) << "prompt names " << p;
+    }
+  }
+  // The wording the workflow relies on: the reviewer writes where its task says; the consolidator runs before any
+  // implementation exists.
+  EXPECT_NE(find_role(kCkb / "roles", "spec_reviewer").prompt.find("the path given in the task"), std::string::npos);
+  EXPECT_EQ(find_role(kCkb / "roles", "consolidator").prompt.find("implementation that passed"), std::string::npos);
 }
 
 TEST(AgentRoles, UnknownToolFailsLint) {

@@ -217,11 +217,95 @@ TEST(AgentSandbox, CommandsRunInTheRunDirectoryWithoutNetworkAndWithLimits) {
   if (command_isolation().kind == IsolationKind::bubblewrap) {
     // The reference checkout is not mounted, and the host's environment (API keys) is not passed in.
     ::setenv("OPENAI_API_KEY", "sk-secret-for-test", 1);
-    const ToolOutcome ref = sb.call(impl, "run_command", {{"command", "cat " + (w.ref / "vllm/attention.py").string() + "; env"}});
+    const ToolOutcome env = sb.call(impl, "run_command", {{"command", "env; ls " + w.dir.path().string()}});
     ::unsetenv("OPENAI_API_KEY");
-    EXPECT_EQ(ref.output.find("return q"), std::string::npos) << ref.output;
-    EXPECT_EQ(ref.output.find("sk-secret"), std::string::npos) << ref.output;
+    EXPECT_TRUE(env.ok) << env.output;
+    EXPECT_EQ(env.output.find("sk-secret"), std::string::npos) << env.output;
+    const ToolOutcome hidden = sb.call(impl, "run_command", {{"command", "cat $(dirname $PWD)/reference/vllm/attention.py"}});
+    EXPECT_EQ(hidden.output.find("return q"), std::string::npos) << hidden.output;
   }
+}
+
+// SWITCH=OFF holds for shell commands as for read_file/write_file: a command that names a reference tree is refused
+// unrun; output carrying a foreign signature is withheld; a file a command writes with one is undone. Each counts.
+TEST(AgentSandbox, CommandsCannotBypassTheSourceSwitch) {
+  if (command_isolation().kind != IsolationKind::bubblewrap) GTEST_SKIP() << "with references configured, commands need bubblewrap";
+  World w;
+  write(w.run / "src/copied.py", "# SPDX-License-Identifier: Apache-2.0\n# SPDX-FileCopyrightText: Copyright contributors to the vLLM project\nimport torch\n");
+  ToolSandbox sb(w.config(SourceSwitch::off));
+  const AgentRoleSpec impl = find_role(kRoles, "implementer");
+
+  const ToolOutcome ref = sb.call(impl, "run_command", {{"command", "cat " + (w.ref / "vllm/attention.py").string()}});
+  EXPECT_TRUE(ref.violation);
+  EXPECT_EQ(ref.output.find("return q"), std::string::npos) << ref.output;
+  ASSERT_EQ(sb.violations().size(), 1u);
+  EXPECT_EQ(sb.violations()[0].rule, "reference_path");
+
+  const ToolOutcome cat = sb.call(impl, "run_command", {{"command", "cat src/copied.py"}});
+  EXPECT_TRUE(cat.violation);
+  EXPECT_FALSE(cat.ok);
+  EXPECT_EQ(cat.output.find("import torch"), std::string::npos) << cat.output;
+  EXPECT_EQ(cat.output.find("SPDX"), std::string::npos) << cat.output;
+  EXPECT_NE(cat.output.find("withheld"), std::string::npos) << cat.output;
+
+  const std::string kernel = slurp(w.run / "src/kernel.cpp");
+  const ToolOutcome wrote = sb.call(impl, "run_command",
+                                    {{"command", "printf 'from transformers import AutoModel\\n' > src/x.py; printf '#include \"ggml.h\"\\n' >> src/kernel.cpp"}});
+  EXPECT_TRUE(wrote.violation) << wrote.output;
+  EXPECT_FALSE(fs::exists(w.run / "src/x.py"));
+  EXPECT_EQ(slurp(w.run / "src/kernel.cpp"), kernel);  // restored
+  EXPECT_EQ(wrote.edits, 0);
+  ASSERT_EQ(sb.violations().size(), 4u);
+  for (std::size_t i = 1; i < 4; ++i) EXPECT_EQ(sb.violations()[i].rule, "foreign_signature") << sb.violations()[i].detail;
+  EXPECT_EQ(sb.violations()[2].path, "src/kernel.cpp");
+  EXPECT_EQ(sb.violations()[3].path, "src/x.py");
+}
+
+// Shell-made edits are measured like write_file's, and a command's changes outside the role's write paths are undone.
+TEST(AgentSandbox, CommandEditsAreCountedAndChangesOutsideTheWritePathsUndone) {
+  if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "no isolation here: run_command refuses";
+  World w;
+  write(w.run / "plan.json", "{\"covered\": true}\n");
+  write(w.run / "build/CMakeCache.txt", "old\n");
+  SandboxConfig cfg = w.config();
+  cfg.reference_paths.clear();  // the unshare fallback may run commands when there is no reference to hide
+  ToolSandbox sb(cfg);
+  const AgentRoleSpec impl = find_role(kRoles, "implementer");
+  const ToolOutcome ok = sb.call(impl, "run_command",
+                                 {{"command", "printf 'a\\nb\\n' > src/new.cpp; printf 'int g();\\n' >> src/kernel.cpp; echo new > build/CMakeCache.txt"}});
+  EXPECT_TRUE(ok.ok) << ok.output;
+  EXPECT_FALSE(ok.violation);
+  EXPECT_EQ(ok.edits, 2);  // build/ is scratch: not an edit, not a violation
+  EXPECT_EQ(ok.lines_added, 3);
+  EXPECT_EQ(ok.lines_removed, 0);
+  EXPECT_EQ(slurp(w.run / "build/CMakeCache.txt"), "new\n");
+
+  const ToolOutcome bad = sb.call(impl, "run_command",
+                                  {{"command", "echo forged > exploration.md; echo '{}' > plan.json; rm src/new.cpp"}});
+  EXPECT_TRUE(bad.violation) << bad.output;
+  EXPECT_FALSE(fs::exists(w.run / "exploration.md"));
+  EXPECT_EQ(slurp(w.run / "plan.json"), "{\"covered\": true}\n");
+  EXPECT_FALSE(fs::exists(w.run / "src/new.cpp"));  // inside the write paths: a removal is an edit
+  EXPECT_EQ(bad.edits, 1);
+  EXPECT_EQ(bad.lines_removed, 2);
+  ASSERT_EQ(sb.violations().size(), 2u);
+  EXPECT_EQ(sb.violations()[0].path, "exploration.md");
+  EXPECT_EQ(sb.violations()[0].rule, "write_not_granted");
+  EXPECT_EQ(sb.violations()[1].path, "plan.json");
+}
+
+TEST(AgentSandbox, TheUnshareFallbackIsRefusedWhenItCannotHideTheReferences) {
+  const Isolation unshare{IsolationKind::unshare_net, "unshare -n: no network; file system NOT confined for commands"};
+  try {
+    require_isolation_for(unshare, SourceSwitch::off, true);
+    FAIL() << "expected mi::Error";
+  } catch (const mi::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bubblewrap"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unshare -n"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(require_isolation_for(unshare, SourceSwitch::off, false));  // nothing to hide
+  EXPECT_NO_THROW(require_isolation_for(unshare, SourceSwitch::on, true));    // no role with run_command reads them anyway; mounts hide them under bubblewrap only
+  EXPECT_NO_THROW(require_isolation_for({IsolationKind::bubblewrap, "bubblewrap"}, SourceSwitch::off, true));
 }
 
 TEST(AgentSandbox, SignaturesAndGlobs) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 
 #include "../toolkit_support.h"
 #include "agents/isolated_command.h"
@@ -81,27 +82,61 @@ TEST(AgentStage, PassesAfterOneRepairRoundWithTheEvidenceFedBack) {
   EXPECT_TRUE(fs::exists(w.run / "summary.md"));
 }
 
-TEST(AgentStage, ImplementerTamperingWithTestContractsIsCaughtBeforeTheGate) {
+// Through its shell the implementer tries to weaken the contract, add one, and plant a link among them: the sandbox
+// undoes each change and counts it, so the gate judges the contracts as they were laid down.
+TEST(AgentStage, ImplementerTamperingThroughItsShellIsUndoneAndCounted) {
   if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "run_command needs isolation";
   StageWorld w;
   write(w.run / "gates/kernel.sh", std::string("touch gate-ran\n") + kGate);
   write_protected_manifest(protected_manifest_path(w.run), snapshot_protected(w.run, default_protected_globs()));
-  // Through its shell the implementer tries to weaken the existing contract and to add a new one.
-  const std::string tamper = "echo 'anything goes' > tests/kernel_contract.txt; mkdir -p test_contracts && echo weakened > test_contracts/kernel.toml";
+  const std::string tamper =
+      "echo 'anything goes' > tests/kernel_contract.txt; mkdir -p test_contracts && echo weakened > test_contracts/kernel.toml; "
+      "ln -s ../gates/kernel.sh test_contracts/link.toml";
   mi_test::ScriptedLlmServer server(json{{"steps", json::array({
       {{"respond", {{"tool_calls", {call("t", "run_command", {{"command", tamper}})}}}}},
       {{"respond", {{"text", "Done."}}}},
   })}});
   AgentRun run = w.make_run(server);
-  const StageResult r = run_stage(run, {"kernel", "Make scale() return 2.", 2, false}, script_gate(30));
+  const StageResult r = run_stage(run, {"kernel", "Make scale() return 2.", 0, false}, script_gate(30));
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  EXPECT_EQ(r.state, "FAILED") << r.detail;  // judged, on untouched contracts: src/kernel.cpp was never written
+  ASSERT_EQ(r.rounds.size(), 1u);
+  EXPECT_EQ(r.rounds[0].gate, "FAILED");
+  EXPECT_TRUE(fs::exists(w.run / "gate-ran"));
+  EXPECT_EQ(slurp(w.run / "tests/kernel_contract.txt"), "scale() returns 2\n");
+  EXPECT_FALSE(fs::exists(w.run / "test_contracts/kernel.toml"));
+  EXPECT_FALSE(fs::is_symlink(w.run / "test_contracts/link.toml"));
+  std::set<std::string> undone;
+  for (const auto& v : run.sandbox().violations()) {
+    EXPECT_EQ(v.rule, "protected_path");
+    undone.insert(v.path);
+  }
+  EXPECT_TRUE(undone.count("test_contracts/kernel.toml"));
+  EXPECT_TRUE(undone.count("test_contracts/link.toml"));
+  EXPECT_EQ(json::parse(slurp(w.run / "metrics.json"))["totals"]["violations"], undone.size());
+}
+
+// A change to the contracts that bypassed the sandbox altogether (planted here by the test's own gate after round 0,
+// as a build step or a sandbox bug might) is caught by the hash check before the next gate runs.
+TEST(AgentStage, AProtectedFileChangedOutsideTheSandboxIsCaughtBeforeTheGate) {
+  StageWorld w;
+  mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+      {{"respond", {{"text", "Nothing to do."}}}},
+      {{"respond", {{"text", "Still nothing."}}}},
+  })}});
+  AgentRun run = w.make_run(server);
+  int gate_runs = 0;
+  const GateRunner planting_gate = [&](const fs::path& run_dir, const std::string&) {
+    ++gate_runs;
+    write(run_dir / "test_contracts/kernel.toml", "weakened\n");
+    return GateOutcome{false, "FAIL"};
+  };
+  const StageResult r = run_stage(run, {"kernel", "Make scale() return 2.", 2, false}, planting_gate);
   EXPECT_EQ(r.state, "TAMPERED");
   EXPECT_NE(r.detail.find("added test_contracts/kernel.toml"), std::string::npos) << r.detail;
-  ASSERT_EQ(r.rounds.size(), 1u);
-  EXPECT_EQ(r.rounds[0].gate, "TAMPERED");
-  EXPECT_FALSE(fs::exists(w.run / "gate-ran"));  // the gate never ran
-  if (command_isolation().kind == IsolationKind::bubblewrap) {  // existing protected paths are mounted read-only
-    EXPECT_EQ(slurp(w.run / "tests/kernel_contract.txt"), "scale() returns 2\n");
-  }
+  ASSERT_EQ(r.rounds.size(), 2u);
+  EXPECT_EQ(r.rounds[1].gate, "TAMPERED");
+  EXPECT_EQ(gate_runs, 1);  // the second gate never ran
 }
 
 TEST(AgentStage, FailsAfterTheLastRepairRoundAndPassesTheReviewOn) {
@@ -109,7 +144,8 @@ TEST(AgentStage, FailsAfterTheLastRepairRoundAndPassesTheReviewOn) {
   StageWorld w;
   mi_test::ScriptedLlmServer server(json{{"steps", json::array({
       {{"respond", {{"text", "I believe it is already correct."}}}},
-      {{"expect", {{"system_contains", "specification-review agent"}, {"tools", {"list_dir", "read_file", "search_ckb", "write_file"}}}},
+      {{"expect", {{"system_contains", "specification-review agent"}, {"tools", {"list_dir", "read_file", "search_ckb", "write_file"}},
+                   {"body_contains", {"Write your findings to review/kernel-r0.md"}}}},  // the prompt defers to this path
        {"respond", {{"tool_calls", {call("r", "write_file", {{"path", "review/kernel-r0.md"}, {"content", "src/kernel.cpp is missing.\n"}})}}}}},
       {{"respond", {{"text", "Review written."}}}},
       {{"expect", {{"body_contains", {"review/kernel-r0.md", "(missing)"}}}}, {"respond", {{"text", "Still nothing to do."}}}},
