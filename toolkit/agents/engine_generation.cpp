@@ -8,6 +8,7 @@
 
 #include "agents/protected_files.h"
 #include "common/error.h"
+#include "generator/manifest.h"
 #include "generator/generator.h"
 
 namespace mi::agents {
@@ -15,13 +16,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-void write_text(const fs::path& file, const std::string& text) {
-  fs::create_directories(file.parent_path());
-  std::ofstream out(file, std::ios::trunc);
-  out << text;
-  if (!out) fail(file.string(), ": cannot write");
-}
 
 std::string objective_text(const EngineStageBrief& b, const std::string& engine_name) {
   std::string t = "Engine " + engine_name + ", stage '" + b.stage + "'. The stage's test contract is tests/stage_" + b.stage +
@@ -49,7 +43,7 @@ void write_generation_record(const fs::path& run_dir, const EngineGenerationResu
   }
   json final = nullptr;
   if (r.final_gates_ran) final = {{"passed", r.final_gates.passed}, {"state", r.final_gates.state}, {"acceptance", r.final_gates.acceptance}};
-  write_text(run_dir / ".metainfer" / "generation.json",
+  generator::write_file(run_dir / ".metainfer" / "generation.json",
              json{{"format", "metainfer-agents-generation/1"}, {"state", r.state}, {"detail", r.detail}, {"stages", stages},
                   {"final_gates", final}}.dump(2) + "\n");
 }
@@ -99,7 +93,7 @@ EngineGenerationResult generate_engine_with_agents(AgentRun& run, const std::vec
   for (const auto& b : stages) strategy += "1. " + b.stage + " (tests/stage_" + b.stage + "_test.cpp)\n";
   strategy += "\nEach stage's gate also reruns the earlier stages' tests. Then the final gates: build, provenance, "
               "acceptance on the checkpoint in every mode the engine ships, L3.\n";
-  write_text(dir / "strategy" / "strategy.md", strategy);
+  generator::write_file(dir / "strategy" / "strategy.md", strategy);
 
   EngineGenerationResult result;
   for (const auto& b : stages) {
@@ -125,7 +119,7 @@ EngineGenerationResult generate_engine_with_agents(AgentRun& run, const std::vec
   }
   result.final_gates = final_gates(dir);
   result.final_gates_ran = true;
-  write_text(dir / "reports" / "agents" / "final_gates.txt", result.final_gates.evidence);
+  generator::write_file(dir / "reports" / "agents" / "final_gates.txt", result.final_gates.evidence);
   result.state = result.final_gates.passed ? result.final_gates.acceptance : result.final_gates.state;
   if (!result.final_gates.passed && result.state.rfind("FAILED", 0) != 0) result.state = "FAILED:" + result.state;
   write_generation_record(dir, result);

@@ -7,6 +7,7 @@
 #include "agents/isolated_command.h"
 #include "agents/protected_files.h"
 #include "common/error.h"
+#include "generator/manifest.h"
 
 namespace mi::agents {
 namespace fs = std::filesystem;
@@ -14,19 +15,12 @@ using nlohmann::json;
 
 namespace {
 
-void write_text(const fs::path& file, const std::string& text) {
-  fs::create_directories(file.parent_path());
-  std::ofstream out(file, std::ios::trunc);
-  out << text;
-  if (!out) fail(file.string(), ": cannot write");
-}
-
 void write_record(const fs::path& run_dir, const StageResult& r) {
   json rounds = json::array();
   for (const auto& x : r.rounds)
     rounds.push_back({{"round", x.round}, {"implementer", x.implementer}, {"reviewer", x.reviewer}, {"gate", x.gate},
                       {"evidence_file", x.evidence_file}});
-  write_text(run_dir / ".metainfer" / "stages" / (r.stage + ".json"),
+  generator::write_file(run_dir / ".metainfer" / "stages" / (r.stage + ".json"),
              json{{"stage", r.stage}, {"state", r.state}, {"detail", r.detail}, {"rounds", rounds}}.dump(2) + "\n");
 }
 
@@ -97,7 +91,7 @@ StageResult run_stage(AgentRun& run, const StageSpec& stage, const GateRunner& g
     evidence = g.evidence;
     evidence_file = "reports/" + stage.id + "/round-" + std::to_string(round) + ".txt";
     rec.evidence_file = evidence_file;
-    write_text(run_dir / evidence_file, g.evidence);
+    generator::write_file(run_dir / evidence_file, g.evidence);
     result.rounds.push_back(rec);
     write_record(run_dir, result);
     if (g.passed) {
