@@ -154,7 +154,7 @@ void BM_ReadBandwidth(benchmark::State& state) {
   BENCHMARK(BM_Matvec<K, false>)->Args({3072, 1024})->Args({151936, 1024})->Unit(benchmark::kMicrosecond); \
   BENCHMARK(BM_Matvec<K, true>)->Args({3072, 1024})->Args({151936, 1024})->Unit(benchmark::kMicrosecond);
 #define MI_PREFILL(K)                                                                         \
-  BENCHMARK(BM_Matmul<K, false>)->Args({128, 3072, 1024})->Unit(benchmark::kMillisecond); \
+  BENCHMARK(BM_Matmul<K, false>)->Args({128, 3072, 1024})->Args({8, 3072, 1024})->Args({8, 151936, 1024})->Unit(benchmark::kMillisecond); \
   BENCHMARK(BM_Matmul<K, true>)->Args({128, 3072, 1024})->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_ReadBandwidth)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);

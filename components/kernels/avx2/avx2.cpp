@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace mi::kernels {
 namespace {
@@ -70,169 +71,153 @@ inline __m256 exp_ps(__m256 x) {
   return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 }
 
-// ---- decode: dot form, R rows x 1 token, 2R accumulators ---------------------------------------------------
-// While R rows are read, the same columns of the next R rows are prefetched (see avx512_impl::dot_block). With
-// bf16 weights a 16-column step covers 32 bytes, so every cache line is prefetched twice; the second is cheap.
-template <int R, class W, class X>
-inline void dot_block(const W* w, size_t ld, const X* x, float* y, int cols) {
-  __m256 acc0[R], acc1[R];
-  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
-  int c = 0;
-  for (; c + 16 <= cols; c += 16) {
-    const __m256 x0 = load8(x + c), x1 = load8(x + c + 8);
-    for (int r = 0; r < R; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + (r + R) * ld + c), _MM_HINT_T0);
-      acc0[r] = _mm256_fmadd_ps(load8(w + r * ld + c), x0, acc0[r]);
-      acc1[r] = _mm256_fmadd_ps(load8(w + r * ld + c + 8), x1, acc1[r]);
-    }
-  }
-  if (c + 8 <= cols) {
-    const __m256 x0 = load8(x + c);
-    for (int r = 0; r < R; ++r) acc0[r] = _mm256_fmadd_ps(load8(w + r * ld + c), x0, acc0[r]);
-    c += 8;
-  }
-  for (int r = 0; r < R; ++r) {
-    float s = hsum(_mm256_add_ps(acc0[r], acc1[r]));
-    for (int k = c; k < cols; ++k) s += widen1(w[r * ld + k]) * widen1(x[k]);  // scalar tail (< 8 columns)
-    y[r] = s;
-  }
-}
-
-template <class W, class X>
-inline void matvec(const W* w, size_t ld, const X* x, float* y, int rows, int cols) {
-  int r = 0;
-  for (; r + 4 <= rows; r += 4) dot_block<4>(w + size_t(r) * ld, ld, x, y + r, cols);
-  for (; r < rows; ++r) dot_block<1>(w + size_t(r) * ld, ld, x, y + r, cols);
-}
-
-// ---- batched decode: one weight pass for up to kMaxDotTokens tokens ------------------------------------------
-// A batched decode step (one token per sequence, B <= 8) reads each weight row once for all its tokens, like the
-// avx512 levels' matmul_few_tokens. Each (token, row) output accumulates exactly as dot_block does for that token
-// alone: the same FMAs on acc0/acc1 in the same column order, the same 8-column step, the same horizontal sum and
-// scalar tail. So a row of a batched step equals the lone matvec bitwise, and a served sequence's tokens do not
-// depend on what it is batched with (tests/unit/kernels/matmul_test.cpp). 16 ymm registers hold 2*T accumulators
-// plus a weight vector, so tokens go in groups of at most kDotGroup.
+// ---- decode and batched decode: one weight pass for 1..kMaxDotTokens tokens ----------------------------------
+// Y[t, r] = dot(W row r, X token t) in dot form: each (row, token) output owns one 8-lane accumulator that takes
+// two FMAs per 16-column step, then one horizontal sum. A block of R rows x T tokens keeps R*T accumulators and the
+// T tokens' activation vectors in registers, so one weight load serves T tokens and one activation load R rows.
+//
+// bf16 weights are split without a shuffle: a 256-bit load holds 16 bf16 with elements 2i and 2i+1 in 32-bit
+// lane i, so `v << 16` is the even columns as f32 and `v & 0xffff0000` the odd ones (2 ALU ops per 16 columns
+// where zero-extension takes 4). The activations are split the same way once per call into a stack buffer
+// (per token, per 16 columns: 8 even then 8 odd). f32 weights need no split: their two vectors are columns
+// [c, c+8) and [c+8, c+16) and the activations are read in place.
+//
+// Why these shapes (AMD EPYC Zen 3, one thread, 3072 x 1024 bf16, M = 8, best of 7): weights in cache 71-74
+// GFLOP/s (about 78 % of the 95 GFLOP/s FMA peak measured in the same moment) against 38-39 for the previous
+// two-accumulator, zero-extending form; 48 distinct matrices streamed from DRAM 46-50 ms against 67-87 ms (B = 1
+// matvec: 31-35 ms). R = 4, T = 2: 8 accumulators + 4 activations + 2 weight halves in 16 ymm registers; R = 3 or
+// T = 3 measured slower. The even/odd split alone was worth 1.3x over zero-extension in the same tile.
+// `bench_kernels --benchmark_filter=BM_Matmul` has the M = 8 shapes (in cache and lm_head-sized, streamed).
+//
+// Bitwise contract: an output's arithmetic (the FMA order over columns, the chunking, the horizontal sum, the
+// scalar tail) depends only on its row and token, never on R, T, M or where the row starts, so a token decoded in
+// a batch gets exactly the logits it gets alone (tests/unit/kernels/matmul_test.cpp, FewTokensEqualMatvecPerToken
+// Bitwise; served greedy output does not depend on what a request is batched with).
 constexpr int kMaxDotTokens = 8;
-constexpr int kDotGroup = 6;
+constexpr int kDotRows = 4;
+constexpr int kDotTokens = 2;
+// Columns per activation chunk: 8 tokens x 4096 f32 = 128 KiB of stack. Outputs sum chunk by chunk (a horizontal
+// sum per chunk), at boundaries fixed in absolute columns so matvec and matmul chunk alike.
+constexpr int kDotChunk = 4096;
 
-template <int T, class W, class X>
-inline void dot_row_tokens(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int cols) {
-  __m256 acc0[T], acc1[T];
-  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm256_setzero_ps();
-  int c = 0;
-  for (; c + 16 <= cols; c += 16) {
-    _mm_prefetch(reinterpret_cast<const char*>(w + ld + c), _MM_HINT_T0);  // the next row's same columns
-    const __m256 w0 = load8(w + c);
-    for (int t = 0; t < T; ++t) acc0[t] = _mm256_fmadd_ps(w0, load8(x + t * ldx + c), acc0[t]);
-    const __m256 w1 = load8(w + c + 8);
-    for (int t = 0; t < T; ++t) acc1[t] = _mm256_fmadd_ps(w1, load8(x + t * ldx + c + 8), acc1[t]);
+struct SplitBf16Weights {  // bf16 weights: even / odd columns of a 16-column step
+  static constexpr bool kSplitActivations = true;
+  static void load(const bf16_t* w, __m256& a, __m256& b) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
+    a = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+    b = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(int(0xffff0000u))));
   }
-  if (c + 8 <= cols) {
-    const __m256 w0 = load8(w + c);
-    for (int t = 0; t < T; ++t) acc0[t] = _mm256_fmadd_ps(w0, load8(x + t * ldx + c), acc0[t]);
-    c += 8;
+};
+struct PlainF32Weights {  // f32 weights: columns [c, c+8) and [c+8, c+16)
+  static constexpr bool kSplitActivations = false;
+  static void load(const float* w, __m256& a, __m256& b) {
+    a = _mm256_loadu_ps(w);
+    b = _mm256_loadu_ps(w + 8);
   }
-  for (int t = 0; t < T; ++t) {
-    float s = hsum(_mm256_add_ps(acc0[t], acc1[t]));
-    for (int k = c; k < cols; ++k) s += widen1(w[k]) * widen1(x[t * ldx + k]);  // scalar tail, as dot_block
-    y[t * ldy] = s;
-  }
+};
+template <class W> struct WeightSplit;
+template <> struct WeightSplit<bf16_t> { using type = SplitBf16Weights; };
+template <> struct WeightSplit<float> { using type = PlainF32Weights; };
+
+// Activations of M tokens, columns [0, kc) (kc a multiple of 16) -> xs[t * kc + ...], each 16-column step as its
+// 8 even columns then its 8 odd columns (matching SplitBf16Weights).
+template <class X>
+inline void split_activations(const X* x, size_t ldx, int M, int kc, float* xs) {
+  for (int t = 0; t < M; ++t)
+    for (int c = 0; c < kc; c += 16) {
+      const __m256 a = load8(x + t * ldx + c), b = load8(x + t * ldx + c + 8);
+      // shuffle_ps picks within 128-bit halves: [a0 a2 b0 b2 | a4 a6 b4 b6]; the 64-bit permute restores order.
+      const __m256 even = _mm256_shuffle_ps(a, b, 0x88), odd = _mm256_shuffle_ps(a, b, 0xdd);
+      _mm256_storeu_ps(xs + size_t(t) * kc + c, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xd8)));
+      _mm256_storeu_ps(xs + size_t(t) * kc + c + 8, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odd), 0xd8)));
+    }
 }
 
+// R rows x T tokens over kc columns (a multiple of 16) of one chunk; adds each output's chunk sum into y
+// (first chunk: stores it). x: the chunk's activations, token stride ldx, in the order Split expects.
+template <int R, int T, class Split, class W>
+inline void dot_tile(const W* w, size_t ld, const float* x, size_t ldx, int kc, float* y, size_t ldy, bool first) {
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  const auto step = [&](int c, bool prefetch) {
+    __m256 xa[T], xb[T];
+    for (int t = 0; t < T; ++t) {
+      xa[t] = _mm256_loadu_ps(x + t * ldx + c);
+      xb[t] = _mm256_loadu_ps(x + t * ldx + c + 8);
+    }
+    for (int r = 0; r < R; ++r) {
+      // The next row block's same columns, once per 64-byte line of bf16 weights.
+      if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(w + (r + R) * ld + c), _MM_HINT_T0);
+      __m256 wa, wb;
+      Split::load(w + r * ld + c, wa, wb);
+      for (int t = 0; t < T; ++t) {
+        acc[r][t] = _mm256_fmadd_ps(wa, xa[t], acc[r][t]);
+        acc[r][t] = _mm256_fmadd_ps(wb, xb[t], acc[r][t]);
+      }
+    }
+  };
+  int c = 0;
+  for (; c + 32 <= kc; c += 32) {
+    step(c, true);
+    step(c + 16, false);
+  }
+  if (c < kc) step(c, true);
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) {
+      float& out = y[t * ldy + r];
+      out = first ? hsum(acc[r][t]) : out + hsum(acc[r][t]);
+    }
+}
+
+// One chunk for all rows and tokens: rows kDotRows at a time (then one by one), tokens kDotTokens at a time (then
+// one), the token loop inside the row loop so a row block's later reads come from L1.
+template <class Split, class W>
+inline void dot_chunk(const W* w, size_t ld, const float* x, size_t ldx, int kc, float* y, size_t ldy, int M, int rows,
+                      bool first) {
+  const auto tokens = [&](auto rows_tag, const W* wr, float* yr) {
+    constexpr int R = decltype(rows_tag)::value;
+    int t = 0;
+    for (; t + kDotTokens <= M; t += kDotTokens)
+      dot_tile<R, kDotTokens, Split>(wr, ld, x + t * ldx, ldx, kc, yr + t * ldy, ldy, first);
+    for (; t < M; ++t) dot_tile<R, 1, Split>(wr, ld, x + t * ldx, ldx, kc, yr + t * ldy, ldy, first);
+  };
+  int r = 0;
+  for (; r + kDotRows <= rows; r += kDotRows)
+    tokens(std::integral_constant<int, kDotRows>{}, w + size_t(r) * ld, y + r);
+  for (; r < rows; ++r) tokens(std::integral_constant<int, 1>{}, w + size_t(r) * ld, y + r);
+}
+
+// Y[t, r] for M in [1, kMaxDotTokens] tokens (M = 1 is matvec).
 template <class W, class X>
-inline void dot_group(int T, const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int cols) {
-  switch (T) {
-    case 1: return dot_row_tokens<1>(w, ld, x, ldx, y, ldy, cols);
-    case 2: return dot_row_tokens<2>(w, ld, x, ldx, y, ldy, cols);
-    case 3: return dot_row_tokens<3>(w, ld, x, ldx, y, ldy, cols);
-    case 4: return dot_row_tokens<4>(w, ld, x, ldx, y, ldy, cols);
-    case 5: return dot_row_tokens<5>(w, ld, x, ldx, y, ldy, cols);
-    case 6: return dot_row_tokens<6>(w, ld, x, ldx, y, ldy, cols);
-    default: break;
-  }
-}
-
-// Two rows x T tokens: each activation vector loaded once serves both rows, so a step of 16 columns issues
-// 4 weight + 2T activation loads for 4T FMAs instead of 2 + 2T for 2T (the one-row form is load-bound). Measured on
-// the 0.6B shape, 2 threads, AMD EPYC (avx2), B = 8: 145-180 ms per step against 161-185 ms for the one-row form, on
-// a noisy machine (three interleaved rounds); both well ahead of the packed kernel (216 ms) this level used before.
-// 4T accumulators + 2 weights + 1 activation: T <= 3 in 16 ymm registers.
-// Every (row, token) output still accumulates exactly as dot_block does for that token alone.
-constexpr int kDotGroup2 = 3;
-
-template <int T, class W, class X>
-inline void dot_2rows_tokens(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int cols) {
-  __m256 a0[2][T], a1[2][T];
-  for (int t = 0; t < T; ++t) a0[0][t] = a0[1][t] = a1[0][t] = a1[1][t] = _mm256_setzero_ps();
-  int c = 0;
-  for (; c + 16 <= cols; c += 16) {
-    _mm_prefetch(reinterpret_cast<const char*>(w + 2 * ld + c), _MM_HINT_T0);  // the next pair's same columns
-    _mm_prefetch(reinterpret_cast<const char*>(w + 3 * ld + c), _MM_HINT_T0);
-    const __m256 u0 = load8(w + c), v0 = load8(w + ld + c);
-    for (int t = 0; t < T; ++t) {
-      const __m256 xt = load8(x + t * ldx + c);
-      a0[0][t] = _mm256_fmadd_ps(u0, xt, a0[0][t]);
-      a0[1][t] = _mm256_fmadd_ps(v0, xt, a0[1][t]);
-    }
-    const __m256 u1 = load8(w + c + 8), v1 = load8(w + ld + c + 8);
-    for (int t = 0; t < T; ++t) {
-      const __m256 xt = load8(x + t * ldx + c + 8);
-      a1[0][t] = _mm256_fmadd_ps(u1, xt, a1[0][t]);
-      a1[1][t] = _mm256_fmadd_ps(v1, xt, a1[1][t]);
+inline void matmul_few_tokens(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int M, int rows,
+                              int cols) {
+  using Split = typename WeightSplit<W>::type;
+  const int cols16 = cols / 16 * 16;
+  alignas(32) float xs[Split::kSplitActivations ? kMaxDotTokens * kDotChunk : 1];
+  for (int k0 = 0; k0 < cols16; k0 += kDotChunk) {
+    const int kc = cols16 - k0 < kDotChunk ? cols16 - k0 : kDotChunk;
+    if constexpr (Split::kSplitActivations) {
+      split_activations(x + k0, ldx, M, kc, xs);
+      dot_chunk<Split>(w + k0, ld, xs, size_t(kc), kc, y, ldy, M, rows, k0 == 0);
+    } else {
+      static_assert(std::is_same_v<X, float>, "f32 weights take f32 activations");
+      dot_chunk<Split>(w + k0, ld, x + k0, ldx, kc, y, ldy, M, rows, k0 == 0);
     }
   }
-  if (c + 8 <= cols) {
-    const __m256 u0 = load8(w + c), v0 = load8(w + ld + c);
-    for (int t = 0; t < T; ++t) {
-      const __m256 xt = load8(x + t * ldx + c);
-      a0[0][t] = _mm256_fmadd_ps(u0, xt, a0[0][t]);
-      a0[1][t] = _mm256_fmadd_ps(v0, xt, a0[1][t]);
-    }
-    c += 8;
-  }
-  for (int r = 0; r < 2; ++r)
-    for (int t = 0; t < T; ++t) {
-      float s = hsum(_mm256_add_ps(a0[r][t], a1[r][t]));
-      for (int k = c; k < cols; ++k) s += widen1(w[r * ld + k]) * widen1(x[t * ldx + k]);  // scalar tail, as dot_block
+  // Columns past the last 16-column step: a scalar tail in column order.
+  if (cols16 == cols && cols > 0) return;
+  for (int t = 0; t < M; ++t)
+    for (int r = 0; r < rows; ++r) {
+      float s = cols16 > 0 ? y[t * ldy + r] : 0.0f;
+      for (int k = cols16; k < cols; ++k) s += widen1(w[size_t(r) * ld + k]) * widen1(x[t * ldx + k]);
       y[t * ldy + r] = s;
     }
 }
 
 template <class W, class X>
-inline void dot_group2(int T, const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int cols) {
-  switch (T) {
-    case 1: return dot_2rows_tokens<1>(w, ld, x, ldx, y, ldy, cols);
-    case 2: return dot_2rows_tokens<2>(w, ld, x, ldx, y, ldy, cols);
-    case 3: return dot_2rows_tokens<3>(w, ld, x, ldx, y, ldy, cols);
-    default: break;
-  }
-}
-
-// Calls fn(m0, m1) for near-equal groups of at most `group` consecutive tokens covering [0, M).
-template <class Fn>
-inline void for_token_groups(int M, int group, Fn&& fn) {
-  const int groups = (M + group - 1) / group;
-  for (int g = 0, m0 = 0; g < groups; ++g) {
-    const int m1 = M * (g + 1) / groups;
-    fn(m0, m1);
-    m0 = m1;
-  }
-}
-
-// Y[t, r] for M in [1, kMaxDotTokens] tokens: rows two at a time (a last odd row alone), the tokens in near-equal
-// groups (8 = 3 + 3 + 2) so the rows' later reads come from L1.
-template <class W, class X>
-inline void matmul_few_tokens(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int M, int rows,
-                              int cols) {
-  int r = 0;
-  for (; r + 2 <= rows; r += 2)
-    for_token_groups(M, kDotGroup2, [&](int m0, int m1) {
-      dot_group2(m1 - m0, w + size_t(r) * ld, ld, x + size_t(m0) * ldx, ldx, y + size_t(m0) * ldy + r, ldy, cols);
-    });
-  for (; r < rows; ++r)
-    for_token_groups(M, kDotGroup, [&](int m0, int m1) {
-      dot_group(m1 - m0, w + size_t(r) * ld, ld, x + size_t(m0) * ldx, ldx, y + size_t(m0) * ldy + r, ldy, cols);
-    });
+inline void matvec(const W* w, size_t ld, const X* x, float* y, int rows, int cols) {
+  matmul_few_tokens(w, ld, x, 0, y, 0, 1, rows, cols);
 }
 
 // ---- prefill: outer-product micro-kernel 6 tokens x 16 rows (12 accumulators of the 16 ymm registers) --------
