@@ -117,21 +117,22 @@ inline void release_mapped_range(const void* p, std::size_t bytes) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice: failure is harmless
 }
 
-// y[m, r] = s_r * sum_c x[m, c] * Q[r, c]: the int8 overload of linear() (linear.h), same row split over threads.
+// y[m, r] = s_r * sum_c x[m, c] * Q[r, c] for output rows [r0, r1): the int8 overload of linear_block()
+// (linear.h), so linear() and linear_parts() split int8 layers exactly as bf16 ones.
 template <class K, class X>
-void linear(runtime::ThreadPool& pool, const Int8Matrix* weight, int out_features, int in_features, const X* x, int M,
-            float* y) {
+void linear_block(const Int8Matrix* weight, int in_features, const X* x, int M, float* y, int out_features, int r0,
+                  int r1) {
   static_assert(std::is_same_v<X, float>, "int8 weights take f32 activations (precise numerics) only");
+  const std::size_t ld = std::size_t(in_features);
+  const int8_t* q = weight->q.get() + std::size_t(r0) * ld;
+  const float* s = weight->scale.get() + r0;
+  if (M == 1) K::matvec(q, s, ld, x, y + r0, r1 - r0, in_features);
+  else K::matmul(q, s, ld, x, ld, y + r0, std::size_t(out_features), M, r1 - r0, in_features);
+}
+inline void check_linear_shape(const Int8Matrix* weight, int out_features, int in_features) {
   if (weight->rows != out_features || weight->cols != in_features)
     fail("int8 linear: the matrix is [", weight->rows, ", ", weight->cols, "], the layer expects [", out_features, ", ",
          in_features, "]");
-  const std::size_t ld = std::size_t(in_features);
-  for_row_blocks(pool, out_features, in_features, M, [&](int r0, int r1) {
-    const int8_t* q = weight->q.get() + std::size_t(r0) * ld;
-    const float* s = weight->scale.get() + r0;
-    if (M == 1) K::matvec(q, s, ld, x, y + r0, r1 - r0, in_features);
-    else K::matmul(q, s, ld, x, ld, y + r0, std::size_t(out_features), M, r1 - r0, in_features);
-  });
 }
 
 }  // namespace mi::model

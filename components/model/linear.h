@@ -7,6 +7,7 @@
 // One token (M == 1, decode) uses matvec; several tokens (prefill) use matmul over all of them at once.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <type_traits>
@@ -46,9 +47,14 @@ namespace detail {
 constexpr int kRowUnit = 16;
 // Roughly the multiply-adds one chunk should do before splitting pays for the wake-up.
 constexpr long kMinMacsPerChunk = 1L << 15;
+}  // namespace detail
 
+// Output rows [r0, r1) of one linear layer: the kernel call every row split makes. int8_weights.h overloads it (and
+// check_linear_shape) for quantised matrices; linear() and linear_parts() call both unqualified, so argument-
+// dependent lookup finds those overloads when they are included.
 template <class K, class W, class X>
-void linear_rows(const W* weight, int in_features, const X* x, int M, float* y, int out_features, int r0, int r1) {
+void linear_block(const W* weight, int in_features, const X* x, int M, float* y, int out_features, int r0, int r1) {
+  static_assert(std::is_same_v<X, float> || std::is_same_v<W, bf16_t>, "fast (bf16) activations need bf16 weights");
   const std::size_t ld = std::size_t(in_features);
   if (M == 1) {
     if constexpr (std::is_same_v<X, float>)
@@ -64,7 +70,8 @@ void linear_rows(const W* weight, int in_features, const X* x, int M, float* y, 
                      in_features);
   }
 }
-}  // namespace detail
+template <class W>
+void check_linear_shape(const W*, int, int) {}  // a raw checkpoint matrix carries no shape to check
 
 // The row split every linear layer uses (bf16/f32 here, int8 in int8_weights.h): fn(r0, r1) over blocks of the
 // `rows` output rows of a layer with `cols` inputs and M tokens. Blocks start at multiples of kRowUnit rows and hold
@@ -93,15 +100,51 @@ void for_row_blocks(runtime::ThreadPool& pool, int rows, int cols, int M, Fn&& f
 }
 
 // y[m, r] = sum_c x[m, c] * weight[r, c]
-//   weight [out_features, in_features] row-major (bf16 from the checkpoint, or f32; fast mode needs bf16)
+//   weight [out_features, in_features] row-major (bf16 from the checkpoint, or f32; fast mode needs bf16; or an
+//          int8_weights.h Int8Matrix)
 //   x      [M, in_features]  f32 (precise) or bf16 (fast, from matmul_input)
 //   y      [M, out_features] f32
 template <class K, class W, class X>
 void linear(runtime::ThreadPool& pool, const W* weight, int out_features, int in_features, const X* x, int M,
             float* y) {
-  static_assert(std::is_same_v<X, float> || std::is_same_v<W, bf16_t>, "fast (bf16) activations need bf16 weights");
+  check_linear_shape(weight, out_features, in_features);
   for_row_blocks(pool, out_features, in_features, M, [&](int r0, int r1) {
-    detail::linear_rows<K>(weight, in_features, x, M, y, out_features, r0, r1);
+    linear_block<K>(weight, in_features, x, M, y, out_features, r0, r1);
+  });
+}
+
+// One of several linear layers that read the same input (q/k/v, gate/up): its weight, rows and output.
+template <class W>
+struct LinearPart {
+  const W* weight;
+  int out_features;
+  float* y;  // [M, out_features]
+};
+template <class W>
+LinearPart<W> part(const W* weight, int out_features, float* y) {
+  return {weight, out_features, y};
+}
+
+// linear() for each part, in one pool dispatch over the parts' rows laid end to end: one wake-up and one join
+// instead of one per layer (a decode step's q/k/v are three short streams; issue 9's per-op profile). A row block
+// that spans two parts becomes two kernel calls; each row is still the same kernel arithmetic (the kernels' output
+// rows do not depend on where a call starts), so every y equals linear()'s bitwise.
+template <class K, class X, class W, class... Rest>
+void linear_parts(runtime::ThreadPool& pool, int in_features, const X* x, int M, const LinearPart<W>& first,
+                  const Rest&... rest) {
+  const std::array<LinearPart<W>, 1 + sizeof...(Rest)> parts{first, rest...};
+  int total = 0;
+  for (const auto& p : parts) {
+    check_linear_shape(p.weight, p.out_features, in_features);
+    total += p.out_features;
+  }
+  for_row_blocks(pool, total, in_features, M, [&](int r0, int r1) {
+    int base = 0;
+    for (const auto& p : parts) {
+      const int lo = std::max(r0, base), hi = std::min(r1, base + p.out_features);
+      if (lo < hi) linear_block<K>(p.weight, in_features, x, M, p.y, p.out_features, lo - base, hi - base);
+      base += p.out_features;
+    }
   });
 }
 

@@ -24,8 +24,7 @@ void swiglu_mlp(runtime::ThreadPool& pool, const W* gate_proj, const W* up_proj,
                 int intermediate, const float* x, int M, float* out, const MlpScratch<N>& scratch) {
   const std::size_t inter_floats = std::size_t(M) * std::size_t(intermediate);
   const MatmulInput<N>* xin = matmul_input<K, N>(pool, x, std::size_t(M) * std::size_t(hidden), scratch.x_rounded);
-  linear<K>(pool, gate_proj, intermediate, hidden, xin, M, scratch.gate);
-  linear<K>(pool, up_proj, intermediate, hidden, xin, M, scratch.up);
+  linear_parts<K>(pool, hidden, xin, M, part(gate_proj, intermediate, scratch.gate), part(up_proj, intermediate, scratch.up));
   // A few rows (decode, batched decode) run on the calling thread: splitting them costs a pool wake-up for ~1 us of
   // work (16384 elements per chunk, as the norms: model/rms_norm.h).
   constexpr int kSiluElementsPerChunk = 16384;

@@ -59,9 +59,9 @@ std::vector<ForwardStep> make_steps() {
   // ---- attention ---------------------------------------------------------------------------------------------------
   s.push_back({"qkv_proj", {"h_", "q_raw_", "k_raw_", "v_"},
                std::string(kHiddenIn) +
-                   "mi::model::linear<K>(pool_, w.self_attn_q_proj, kHeads * kHeadDim, kHidden, hin, T, q_raw_);\n"
-                   "mi::model::linear<K>(pool_, w.self_attn_k_proj, kKvHeads * kHeadDim, kHidden, hin, T, k_raw_);\n"
-                   "mi::model::linear<K>(pool_, w.self_attn_v_proj, kKvHeads * kHeadDim, kHidden, hin, T, v_);\n",
+                   "mi::model::linear_parts<K>(pool_, kHidden, hin, T, mi::model::part(w.self_attn_q_proj, kHeads * kHeadDim, q_raw_),\n"
+                   "                           mi::model::part(w.self_attn_k_proj, kKvHeads * kHeadDim, k_raw_),\n"
+                   "                           mi::model::part(w.self_attn_v_proj, kKvHeads * kHeadDim, v_));\n",
                "", {"kHidden"}});
   s.push_back({"qk_norm", {"q_raw_", "q_", "k_raw_", "k_"},
                "mi::model::head_rms_norm<K>(pool_, q_raw_, w.self_attn_q_norm.data(), q_, T, kHeads, kHeadDim, kEps);\n"
@@ -99,8 +99,8 @@ std::vector<ForwardStep> make_steps() {
                "mi::model::split_query_gate(qg_, T, kHeads, kHeadDim, q_raw_, attn_gate_);\n", "", {}});
   s.push_back({"kv_proj", {"h_", "k_raw_", "v_"},
                std::string(kHiddenIn) +
-                   "mi::model::linear<K>(pool_, w.self_attn_k_proj, kKvHeads * kHeadDim, kHidden, hin, T, k_raw_);\n"
-                   "mi::model::linear<K>(pool_, w.self_attn_v_proj, kKvHeads * kHeadDim, kHidden, hin, T, v_);\n",
+                   "mi::model::linear_parts<K>(pool_, kHidden, hin, T, mi::model::part(w.self_attn_k_proj, kKvHeads * kHeadDim, k_raw_),\n"
+                   "                           mi::model::part(w.self_attn_v_proj, kKvHeads * kHeadDim, v_));\n",
                "", {"kHidden"}});
   s.push_back({"output_gate", {"attn_", "attn_gate_"},
                "mi::model::apply_output_gate(pool_, attn_, std::size_t(kHeads) * kHeadDim, attn_gate_, std::size_t(kHeads) * kHeadDim, T,\n"
@@ -111,16 +111,16 @@ std::vector<ForwardStep> make_steps() {
   // inputs here perturb q/k/v, beta and the decays that the recurrent state then carries through every later token
   // (qwen3_5-tiny, fast: teacher-forced logits 1.0 off the oracle after 10 tokens, 2.1 after 150; f32 here: in bound).
   ForwardStep in_proj{"gdn_in_proj", {"h_", "mixed_", "z_", "b_", "a_"},
-                      "mi::model::linear<K>(pool_, w.linear_attn_in_proj_qkv, kConvDim, kHidden, h_, T, mixed_);\n"
-                      "mi::model::linear<K>(pool_, w.linear_attn_in_proj_z, kValueWidth, kHidden, h_, T, z_);\n"
-                      "mi::model::linear<K>(pool_, w.linear_attn_in_proj_b, kLinearValueHeads, kHidden, h_, T, b_);\n"
-                      "mi::model::linear<K>(pool_, w.linear_attn_in_proj_a, kLinearValueHeads, kHidden, h_, T, a_);\n",
+                      "mi::model::linear_parts<K>(pool_, kHidden, h_, T, mi::model::part(w.linear_attn_in_proj_qkv, kConvDim, mixed_),\n"
+                      "                           mi::model::part(w.linear_attn_in_proj_z, kValueWidth, z_),\n"
+                      "                           mi::model::part(w.linear_attn_in_proj_b, kLinearValueHeads, b_),\n"
+                      "                           mi::model::part(w.linear_attn_in_proj_a, kLinearValueHeads, a_));\n",
                       "", {}};
   in_proj.dims = "gdn";
   s.push_back(in_proj);
   ForwardStep grouped{"gdn_in_proj_grouped", {"h_", "qkvz_", "ba_", "mixed_", "z_", "b_", "a_"},
-                      "mi::model::linear<K>(pool_, w.linear_attn_in_proj_qkvz, kConvDim + kValueWidth, kHidden, h_, T, qkvz_);\n"
-                      "mi::model::linear<K>(pool_, w.linear_attn_in_proj_ba, 2 * kLinearValueHeads, kHidden, h_, T, ba_);\n"
+                      "mi::model::linear_parts<K>(pool_, kHidden, h_, T, mi::model::part(w.linear_attn_in_proj_qkvz, kConvDim + kValueWidth, qkvz_),\n"
+                      "                           mi::model::part(w.linear_attn_in_proj_ba, 2 * kLinearValueHeads, ba_));\n"
                       "mi::model::regroup_grouped_gdn_projections(kDelta, qkvz_, ba_, T, mixed_, z_, b_, a_);\n",
                       "", {}};
   grouped.dims = "gdn";

@@ -92,6 +92,32 @@ TYPED_TEST(LinearLevels, F32Weights) {
   for (std::size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], ref[i], 4e-6 * mag[i]);
 }
 
+// Several layers sharing one input in one dispatch (q/k/v, gate/up) equal one linear() each, bitwise: part sizes
+// that are not multiples of the row unit make blocks span two parts; 1 and 3 threads, decode and batched shapes.
+TYPED_TEST(LinearLevels, PartsInOneDispatchEqualOneLinearEach) {
+  using K = TypeParam;
+  MI_SKIP_UNSUPPORTED_LEVEL(K);
+  const int cols = 96;
+  const int rows[3] = {40, 7, 23};
+  std::vector<std::vector<bf16_t>> w;
+  for (int p = 0; p < 3; ++p) w.push_back(mi_test::random_bf16(std::size_t(rows[p]) * cols, 10 + p));
+  for (int threads : {1, 3})
+    for (int M : {1, 3, 8, 20}) {
+      ThreadPool pool(threads);
+      const auto x = mi_test::random_floats(std::size_t(M) * cols, 20 + M);
+      std::vector<std::vector<float>> alone(3), together(3);
+      for (int p = 0; p < 3; ++p) {
+        alone[p].assign(std::size_t(M) * rows[p], 0.0f);
+        together[p].assign(std::size_t(M) * rows[p], -1.0f);
+        mi::model::linear<K>(pool, w[p].data(), rows[p], cols, x.data(), M, alone[p].data());
+      }
+      mi::model::linear_parts<K>(pool, cols, x.data(), M, mi::model::part(w[0].data(), rows[0], together[0].data()),
+                                 mi::model::part(w[1].data(), rows[1], together[1].data()),
+                                 mi::model::part(w[2].data(), rows[2], together[2].data()));
+      for (int p = 0; p < 3; ++p) ASSERT_EQ(alone[p], together[p]) << "part " << p << " M=" << M << " threads=" << threads;
+    }
+}
+
 // ---- embedding -----------------------------------------------------------------------------------------------
 TEST(Embedding, CopiesRowsExactlyAndRejectsBadIds) {
   const int vocab = 11, hidden = 6;

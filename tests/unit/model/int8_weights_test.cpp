@@ -100,6 +100,29 @@ void check_linear(int M) {
     }
 }
 
+// linear_parts() splits int8 layers like linear(): equal bitwise, and a matrix of the wrong shape is refused.
+TEST(Int8Weights, LinearPartsEqualOneLinearEachAndCheckShapes) {
+  mi::runtime::ThreadPool pool(3);
+  const int in = 64, out_a = 33, out_b = 18, M = 4;
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> wa(std::size_t(out_a) * in), wb(std::size_t(out_b) * in), x(std::size_t(M) * in);
+  for (auto* v : {&wa, &wb, &x})
+    for (auto& e : *v) e = dist(gen);
+  const Int8Matrix a = mi::model::quantize_int8(pool, wa.data(), out_a, in, "a");
+  const Int8Matrix b = mi::model::quantize_int8(pool, wb.data(), out_b, in, "b");
+  using K = mi::kernels::Scalar;
+  std::vector<float> ya(std::size_t(M) * out_a), yb(std::size_t(M) * out_b), ya2(ya.size()), yb2(yb.size());
+  mi::model::linear<K>(pool, &a, out_a, in, x.data(), M, ya.data());
+  mi::model::linear<K>(pool, &b, out_b, in, x.data(), M, yb.data());
+  mi::model::linear_parts<K>(pool, in, x.data(), M, mi::model::part(&a, out_a, ya2.data()),
+                             mi::model::part(&b, out_b, yb2.data()));
+  EXPECT_EQ(ya, ya2);
+  EXPECT_EQ(yb, yb2);
+  EXPECT_THROW(mi::model::linear_parts<K>(pool, in, x.data(), M, mi::model::part(&a, out_a + 1, ya2.data())),
+               mi::Error);
+}
+
 TEST(Int8Weights, LinearIsScaleTimesIntegerDot) {
   for (int M : {1, 2, 5}) {
     check_linear<mi::kernels::Scalar>(M);
