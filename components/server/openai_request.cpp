@@ -249,9 +249,10 @@ ApiRequest parse_api_request(Endpoint endpoint, std::string_view body) {
   }
 
   long long max_tokens = 0;
-  if (endpoint == Endpoint::chat && f.read_int("max_completion_tokens", max_tokens, 1, std::numeric_limits<int>::max()))
+  if (endpoint == Endpoint::chat && f.read_int("max_completion_tokens", max_tokens, 1, std::numeric_limits<int>::max())) {
     r.max_tokens = int(max_tokens);
-  else if (f.read_int("max_tokens", max_tokens, 1, std::numeric_limits<int>::max()))
+    r.max_tokens_param = "max_completion_tokens";
+  } else if (f.read_int("max_tokens", max_tokens, 1, std::numeric_limits<int>::max()))
     r.max_tokens = int(max_tokens);
 
   double x = 0;

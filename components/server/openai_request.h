@@ -46,6 +46,7 @@ struct ApiRequest {
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
 
   int max_tokens = -1;  // -1: not given (fill the context)
+  std::string max_tokens_param = "max_tokens";  // the field that set it, named in a context-length error
   runtime::SamplingParams sampling;
   std::vector<std::string> stop;
   bool ignore_eos = false;

@@ -4,7 +4,34 @@
 #include <cstdio>
 #include <random>
 
+#include <utf8proc.h>
+
 namespace mi::server {
+
+// A byte-level BPE token can be part of a multi-byte character, invalid UTF-8 on
+// its own: OpenAI writes such a token as "bytes:" and a \xNN escape per byte (the exact bytes stay in "bytes"),
+// which also keeps distinct partial tokens distinct as completions' top_logprobs keys (replacing them with U+FFFD
+// would merge them).
+std::string token_string(const std::string& text) {
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
+  const auto n = static_cast<utf8proc_ssize_t>(text.size());
+  bool valid = true;
+  for (utf8proc_ssize_t pos = 0; pos < n && valid;) {
+    utf8proc_int32_t cp = 0;
+    const utf8proc_ssize_t len = utf8proc_iterate(p + pos, n - pos, &cp);
+    valid = len > 0;
+    pos += valid ? len : 0;
+  }
+  if (valid) return text;
+  std::string out = "bytes:";
+  char hex[5];
+  for (const unsigned char c : text) {
+    std::snprintf(hex, sizeof hex, "\\x%02x", c);
+    out += hex;
+  }
+  return out;
+}
+
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -21,8 +48,8 @@ Json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& logprobs,
     for (const TokenLogprob& lp : logprobs) {
       Json top = Json::array();
       for (const TokenAlternative& a : lp.top)
-        top.push_back({{"token", a.text}, {"logprob", a.logprob}, {"bytes", bytes_of(a.text)}});
-      content.push_back({{"token", lp.chosen.text},
+        top.push_back({{"token", token_string(a.text)}, {"logprob", a.logprob}, {"bytes", bytes_of(a.text)}});
+      content.push_back({{"token", token_string(lp.chosen.text)},
                          {"logprob", lp.chosen.logprob},
                          {"bytes", bytes_of(lp.chosen.text)},
                          {"top_logprobs", top}});
@@ -32,11 +59,13 @@ Json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& logprobs,
   Json tokens = Json::array(), token_logprobs = Json::array(), top_logprobs = Json::array(), offsets = Json::array();
   std::size_t offset = text_offset;
   for (const TokenLogprob& lp : logprobs) {
-    tokens.push_back(lp.chosen.text);
+    tokens.push_back(token_string(lp.chosen.text));
     token_logprobs.push_back(lp.chosen.logprob);
     Json top = Json::object();
-    for (const TokenAlternative& a : lp.top)
-      if (!top.contains(a.text)) top[a.text] = a.logprob;  // distinct ids may decode to the same text
+    for (const TokenAlternative& a : lp.top) {
+      const std::string key = token_string(a.text);
+      if (!top.contains(key)) top[key] = a.logprob;  // distinct ids may still decode to the same text
+    }
     top_logprobs.push_back(top);
     offsets.push_back(offset);
     offset += lp.chosen.text.size();

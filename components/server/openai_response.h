@@ -31,6 +31,10 @@ struct ResponseIdentity {
 // A fresh identity: random 96-bit id with the endpoint's prefix, the current time.
 ResponseIdentity new_identity(Endpoint endpoint, const std::string& model);
 
+// A token's text as a JSON string: itself when it is valid UTF-8, else "bytes:\\xNN..." (OpenAI's form for a
+// partial character); logprobs carry the exact bytes separately.
+std::string token_string(const std::string& text);
+
 nlohmann::ordered_json usage_json(const Usage& usage);
 
 // The whole response of a non-streamed request. logprobs: every token's (empty and `with_logprobs` false: null).

@@ -43,7 +43,7 @@ PreparedRequest prepare_request(const ApiRequest& r, const PreparationContext& c
   if (!r.stop.empty() && !c.tokenizer) throw bad_field("stop", "stop strings need a tokenizer; the checkpoint has none");
 
   const long long prompt = (long long)p.prompt_ids.size();
-  const std::string budget_param = r.endpoint == Endpoint::chat ? "max_completion_tokens" : "max_tokens";
+  const std::string& budget_param = r.max_tokens_param;
   if (r.max_tokens >= 0) {
     if (prompt + r.max_tokens > c.max_context)
       throw ApiError(400, "invalid_request_error",

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "server/openai_request.h"
+#include "server/openai_response.h"
 
 namespace mi::server {
 namespace {
@@ -138,3 +139,13 @@ TEST(OpenAiRequest, NullMeansNotGiven) {
 
 }  // namespace
 }  // namespace mi::server
+
+// A byte-level token that is only part of a UTF-8 character is written as OpenAI writes it, never as U+FFFD (which
+// would also merge distinct partial tokens into one top_logprobs key).
+TEST(TokenString, PartialCharactersAreWrittenAsBytes) {
+  EXPECT_EQ(mi::server::token_string("hello"), "hello");
+  EXPECT_EQ(mi::server::token_string("\xe2\x82\xac"), "\xe2\x82\xac");  // a whole character stays itself
+  EXPECT_EQ(mi::server::token_string("\xe2\x82"), "bytes:\\xe2\\x82");
+  EXPECT_EQ(mi::server::token_string("a\xff"), "bytes:\\x61\\xff");
+  EXPECT_NE(mi::server::token_string("\xe2"), mi::server::token_string("\xe3"));
+}

@@ -356,6 +356,13 @@ TEST(ServerHttp, BadInputGetsOpenAiErrorObjects) {
   const Json too_long = post(h, "/v1/completions", R"({"model": "fake", "prompt": [1,2,3,4,5,6,7,8,9,10], "max_tokens": 30})", 400);
   EXPECT_EQ(too_long["error"]["code"], "context_length_exceeded");
   EXPECT_NE(too_long["error"]["message"].get<std::string>().find("32"), std::string::npos);
+  // The error names the field the client sent.
+  EXPECT_EQ(too_long["error"]["param"], "max_tokens");
+  const std::string chat_messages = R"("messages": [{"role": "user", "content": "x"}])";
+  EXPECT_EQ(post(h, "/v1/chat/completions", R"({"model": "fake", "max_tokens": 31, )" + chat_messages + "}", 400)["error"]["param"],
+            "max_tokens");
+  EXPECT_EQ(post(h, "/v1/chat/completions", R"({"model": "fake", "max_completion_tokens": 31, )" + chat_messages + "}", 400)["error"]["param"],
+            "max_completion_tokens");
   EXPECT_EQ(post(h, "/v1/completions", R"({"model": "fake", "prompt": [999999999]})", 400)["error"]["param"], "prompt");
   const std::string big(4096, 'x');
   EXPECT_EQ(post(h, "/v1/completions", R"({"model": "fake", "prompt": ")" + big + "\"}", 413)["error"]["type"], "invalid_request_error");
