@@ -67,7 +67,6 @@ struct EngineInfo {
   int max_context = 512;
   int kv_block_size = 16;
   int chunked_prefill = 0;
-  bool prefix_cache = false;  // runtime.prefix_cache: the serving loop shares cached prompt blocks
   int vocab_size = 0;  // 0 = unknown until the model is loaded
   bool fast_numerics_default = false;
   std::string weight_dtype;  // "bf16", "f32", ... (bench --profile counts weight bytes by it)

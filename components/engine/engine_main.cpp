@@ -35,7 +35,6 @@ int main(int argc, char** argv) {
   info.max_context = cfg::kMaxContext;
   info.kv_block_size = cfg::kKvBlockSize;
   info.chunked_prefill = cfg::kChunkedPrefill;
-  info.prefix_cache = cfg::kPrefixCache;
   info.vocab_size = cfg::kVocabSize;
   info.fast_numerics_default = cfg::kFastNumericsDefault;
   info.weight_dtype = cfg::kWeightDtype;

@@ -19,7 +19,6 @@ struct RuntimeOptions {
   int max_context = 512;  // tokens per sequence (prompt + generated)
   int kv_block_size = 16;
   bool fast = false;      // numerics: false = precise (f32 activations), true = fast (bf16 activations)
-  bool prefix_cache = false;  // KV blocks of published prompt prefixes are kept and shared (runtime/kv_cache.h)
 };
 
 // Static facts about the compiled model (generated as constexpr members of engine::Model).

@@ -15,8 +15,9 @@
 // a request that is running but not advanced makes generation hang).
 //
 // Prefix cache: an admission hook (set_admission_hook) is told of every request next_step() admits and answers
-// how many prompt tokens are already in the KV cache (KvCache::attach_prefix); the request's prefill then starts
-// there. Block accounting stays conservative: the whole budget is reserved even when blocks are shared.
+// how many prompt tokens are already in the KV cache (PrefixCache::attach, runtime/prefix_cache.h); the request's
+// prefill then starts there. Block accounting stays conservative: the whole budget is reserved even when blocks are
+// shared.
 //
 // Loop:
 //   int id = scheduler.submit(request);                 // mi::Error when it can never fit

@@ -42,10 +42,11 @@ struct HttpOptions {
   std::size_t max_body_bytes = 8u << 20;    // larger request bodies: 413
 };
 
-template <ServableModel M>
+// Loop: the ServingLoop it hands requests to (submit, gauges, draining).
+template <class Loop>
 class HttpServer {
  public:
-  HttpServer(ServingLoop<M>& loop, PreparationContext context, ServerMetrics& metrics, HttpOptions options)
+  HttpServer(Loop& loop, PreparationContext context, ServerMetrics& metrics, HttpOptions options)
       : loop_(loop), context_(std::move(context)), metrics_(metrics), options_(std::move(options)) {
     const int threads = options_.http_threads;
     server_.new_task_queue = [threads] { return new httplib::ThreadPool(std::size_t(threads)); };
@@ -258,7 +259,7 @@ class HttpServer {
     return true;
   }
 
-  ServingLoop<M>& loop_;
+  Loop& loop_;
   PreparationContext context_;
   ServerMetrics& metrics_;
   HttpOptions options_;

@@ -6,7 +6,8 @@
 // Prints one JSON line {"event": "listening", "host", "port", "model", ...} on standard output once the socket is
 // bound (with --port 0 the port the system chose), then serves until SIGTERM or SIGINT: new requests get 503,
 // requests in flight run to completion and their responses are sent, then the process exits 0.
-// Batch size, context, KV block size, chunked prefill and the prefix cache are the engine's compiled constraints.
+// Batch size, context, KV block size, chunked prefill and the prefix cache are the engine's compiled constraints
+// (the prefix cache as the type ServeCommand is instantiated with: runtime::PrefixCache or NoPrefixCache).
 #pragma once
 #include <pthread.h>
 #include <signal.h>
@@ -48,7 +49,7 @@ struct ServeSettings {
 // 429 answers of an overloaded server always find a free thread.
 inline constexpr int kSpareHttpThreads = 8;
 
-template <ServableModel M>
+template <ServableModel M, PrefixReuse Prefix>
 int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostream& out, std::ostream& err) {
   using engine::usage_fail;
   const int threads = s.threads > 0 ? s.threads : info.threads;
@@ -105,7 +106,6 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
   ro.max_context = info.max_context;
   ro.kv_block_size = info.kv_block_size;
   ro.fast = mode == "fast";
-  ro.prefix_cache = info.prefix_cache;
   M model = engine::load_model<M>(s.model_dir, ro);
 
   ServerMetrics metrics;
@@ -115,8 +115,7 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
   lo.limits.kv_block_size = info.kv_block_size;
   lo.limits.chunked_prefill = info.chunked_prefill;
   lo.max_waiting = s.max_waiting;
-  lo.prefix_cache = info.prefix_cache;
-  ServingLoop<M> loop(model, tokenizer ? &*tokenizer : nullptr, lo, metrics);
+  ServingLoop<M, Prefix> loop(model, tokenizer ? &*tokenizer : nullptr, lo, metrics);
 
   PreparationContext context;
   context.model_name = name;
@@ -129,7 +128,7 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
   ho.port = s.port;
   ho.http_threads = http_threads;
   ho.max_body_bytes = std::size_t(s.max_body_bytes);
-  HttpServer<M> http(loop, context, metrics, ho);
+  HttpServer<ServingLoop<M, Prefix>> http(loop, context, metrics, ho);
   const int port = http.bind();
 
   std::atomic<bool> loop_done{false}, shutting_down{false};
@@ -159,7 +158,7 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
                                   {"kernel_level", info.kernel_level},
                                   {"max_batch", info.max_batch},
                                   {"max_context", info.max_context},
-                                  {"prefix_cache", info.prefix_cache},
+                                  {"prefix_cache", Prefix::kReusesPrefixes},
                                   {"chat", chat_template.has_value()}};
   if (!chat_template) ready["chat_unavailable"] = no_chat_reason;
   out << ready.dump() << "\n" << std::flush;
@@ -177,7 +176,9 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
   return 0;
 }
 
-// Registers `serve` on an engine's command line (engine_features.h names this type for serve engines).
+// Registers `serve` on an engine's command line (engine_features.h names this type for serve engines, with the
+// prefix reuse its constraints ask for: runtime::PrefixCache or NoPrefixCache).
+template <PrefixReuse Prefix>
 struct ServeCommand {
   template <class M>
   static std::vector<engine::ExtraCommand> add(CLI::App& app, const engine::EngineInfo& info, std::ostream& out,
@@ -194,7 +195,7 @@ struct ServeCommand {
     cmd->add_option("--max-waiting", s->max_waiting, "queued requests beyond which new ones get 429 (default 64)");
     cmd->add_option("--http-threads", s->http_threads, "connections served at once (default max_batch + max-waiting + 8)");
     cmd->add_option("--max-body-bytes", s->max_body_bytes, "largest request body; larger ones get 413 (default 8 MiB)");
-    return {{cmd, [s, &info, &out, &err] { return run_serve<M>(info, *s, out, err); }}};
+    return {{cmd, [s, &info, &out, &err] { return run_serve<M, Prefix>(info, *s, out, err); }}};
   }
 };
 

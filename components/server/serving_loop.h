@@ -10,8 +10,10 @@
 // KV memory: the Scheduler reserves a request's whole budget (prompt + max_tokens) in KV blocks when it admits it,
 // so the pool is never overcommitted and nothing is preempted: a request that does not fit waits in FIFO order.
 // Blocks go back at finish or cancel. With the prefix cache, an admitted request first takes the cached blocks of
-// its longest cached prompt prefix (exact token match, whole blocks; runtime/kv_cache.h) and prefills only the rest;
-// its own full prompt blocks are published after its prefill.
+// its longest cached prompt prefix (exact token match, whole blocks; runtime/prefix_cache.h) and prefills only the
+// rest; its own full prompt blocks are published after its prefill. Whether the engine has the prefix cache is a
+// build-time choice: the loop's PrefixReuse type, runtime::PrefixCache or NoPrefixCache (server/no_prefix_cache.h),
+// named by the generated engine_features.h.
 //
 // Per request, the same sampling, incremental detokenization and stop-string handling as the offline generation
 // loop (engine/generation.h); greedy output does not depend on what else runs: decodes go through forward_batch in
@@ -19,7 +21,9 @@
 #pragma once
 #include <algorithm>
 #include <chrono>
+#include <concepts>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -50,22 +54,48 @@ concept ServableModel = engine::EngineModel<M> && requires(M m) {
   { m.kv_cache() } -> std::same_as<runtime::KvCache&>;
 };
 
+// How the loop reuses cached prompt prefixes, built over the model's KV cache: runtime::PrefixCache, or
+// NoPrefixCache (attaches nothing, publishes nothing) in engines whose constraints leave the prefix cache off.
+template <class P>
+concept PrefixReuse = std::constructible_from<P, runtime::KvCache&> &&
+                      requires(P p, const P cp, int seq, std::span<const int32_t> tokens) {
+                        { P::kReusesPrefixes } -> std::convertible_to<bool>;
+                        { p.attach(seq, tokens) } -> std::convertible_to<int>;
+                        { p.publish(seq, tokens) };
+                        { cp.cached_blocks() } -> std::convertible_to<std::size_t>;
+                        { cp.queried_tokens() } -> std::convertible_to<long long>;
+                        { cp.hit_tokens() } -> std::convertible_to<long long>;
+                      };
+
+// A cached KV prefix cannot restore the recurrent state of linear-attention layers (ckb/contracts/recurrent_state.toml):
+// generated models with such layers say so, and the prefix cache is refused for them at build time.
+template <class M, class P>
+inline constexpr bool kPrefixReuseFits = !P::kReusesPrefixes || !requires { requires M::kHasRecurrentState; };
+
 // Decode rows per forward_batch call (the kernels' batch-invariant token count, kMaxDotTokens at every level).
 inline constexpr int kBatchInvariantRows = 8;
 
 struct LoopOptions {
   runtime::SchedulerLimits limits;
-  int max_waiting = 256;      // requests queued (not yet admitted) beyond which submit() answers 429
-  bool prefix_cache = false;  // the model's KV cache was built with prefix_cache on
+  int max_waiting = 256;  // requests queued (not yet admitted) beyond which submit() answers 429
 };
 
-template <ServableModel M>
+template <ServableModel M, PrefixReuse Prefix>
 class ServingLoop {
+  static_assert(kPrefixReuseFits<M, Prefix>,
+                "prefix cache: this model has linear-attention layers whose recurrent state a cached KV prefix cannot "
+                "restore; generate the engine without runtime.prefix_cache");
+
  public:
   using Clock = std::chrono::steady_clock;
 
   ServingLoop(M& model, const tok::Tokenizer* tokenizer, LoopOptions options, ServerMetrics& metrics)
-      : model_(model), tokenizer_(tokenizer), options_(options), metrics_(metrics), vocab_(model.vocab_size()) {
+      : model_(model),
+        tokenizer_(tokenizer),
+        options_(options),
+        metrics_(metrics),
+        vocab_(model.vocab_size()),
+        prefix_(model.kv_cache()) {
     const std::vector<int> eos = model.eos_token_ids();
     eos_.assign(eos.begin(), eos.end());
     reset_scheduler();
@@ -165,8 +195,7 @@ class ServingLoop {
     Live& l = live_.at(id);
     l.admitted = Clock::now();
     l.sequence = model_.new_sequence();
-    if (options_.prefix_cache)
-      l.cached = model_.kv_cache().attach_prefix(l.sequence, std::span<const int32_t>(l.request.prompt_ids));
+    l.cached = prefix_.attach(l.sequence, std::span<const int32_t>(l.request.prompt_ids));
     return l.cached;
   }
 
@@ -225,8 +254,7 @@ class ServingLoop {
       Live& l = live_.at(p.request);
       model_.forward(l.sequence, l.request.prompt_ids.data() + p.first, p.count, logits.data(), false);
       if (!p.last) continue;
-      if (options_.prefix_cache)
-        model_.kv_cache().publish_prefix(l.sequence, std::span<const int32_t>(l.request.prompt_ids));
+      prefix_.publish(l.sequence, std::span<const int32_t>(l.request.prompt_ids));
       sample(p.request, l, std::span<const float>(logits.data(), std::size_t(vocab_)));
     }
     if (!plan.decodes.empty()) {
@@ -351,9 +379,9 @@ class ServingLoop {
     g.waiting = scheduler_->waiting();
     g.kv_blocks_total = (long long)cache.total_blocks();
     g.kv_blocks_used = (long long)(cache.total_blocks() - cache.free_blocks());
-    g.kv_blocks_cached = (long long)cache.cached_blocks();
-    g.prefix_queried_tokens = (long long)cache.prefix_queried_tokens();
-    g.prefix_hit_tokens = (long long)cache.prefix_hit_tokens();
+    g.kv_blocks_cached = (long long)prefix_.cached_blocks();
+    g.prefix_queried_tokens = prefix_.queried_tokens();
+    g.prefix_hit_tokens = prefix_.hit_tokens();
     std::lock_guard<std::mutex> lock(mutex_);
     gauges_ = g;
     waiting_in_scheduler_ = g.waiting;
@@ -365,6 +393,7 @@ class ServingLoop {
   ServerMetrics& metrics_;
   const int vocab_;
   std::vector<int32_t> eos_;
+  Prefix prefix_;  // over model_'s KV cache (loop thread only)
 
   std::unique_ptr<runtime::Scheduler> scheduler_;  // loop thread only
   std::map<int, Live> live_;                      // scheduler id -> request (loop thread only)

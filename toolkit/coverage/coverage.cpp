@@ -475,8 +475,8 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
       fail(c.source, ": field 'runtime.kv_block_size': ", c.kv_block_size, " is larger than the context (",
            plan.constraints.max_context, ")");
   }
-  // The prefix cache lives in the KV-cache manager and is driven by the serving loop (components/server/); the
-  // offline command line runs one request at a time and has nothing to share.
+  // The prefix cache is a layer over the KV cache (contract prefix_cache) driven by the serving loop
+  // (components/server/); the offline command line runs one request at a time and has nothing to share.
   if (c.prefix_cache && family && has(family->requires_contracts, "recurrent_state"))
     plan.gaps.push_back({"option", "prefix_cache", "prefix caching cannot restore the recurrent state of family " + family->id +
                              "'s linear-attention layers (ckb/contracts/recurrent_state.toml)",
@@ -497,6 +497,8 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
   if (c.mode == "serve") required.push_back({"scheduler", "runtime mode serve"});
   if (plan.dtype == "int8") required.push_back({"int8_weights", "platform.dtype = int8"});
   if (c.mode == "serve") required.push_back({"server", "runtime mode serve"});
+  // Only engines that ask for it carry the prefix cache (the others' server gets NoPrefixCache).
+  if (c.mode == "serve" && c.prefix_cache) required.push_back({"prefix_cache", "runtime.prefix_cache"});
   plan.tokenizer_present = fs::exists(c.model / "tokenizer.json");
   if (plan.tokenizer_present) {
     required.push_back({"tokenizer", "tokenizer.json present"});

@@ -74,8 +74,7 @@ class Model {
         store_(mi::io::WeightStore::open(checkpoint_dir)),
         pool_(options_.threads),
         rotary_(kHeadDim, options_.max_context, config::kRopeTheta, rope_scaling(), config::kRotaryDim),
-        cache_({kKvLayers, kKvHeads, kHeadDim, options_.max_batch, options_.max_context, options_.kv_block_size,
-                options_.prefix_cache}),
+        cache_({kKvLayers, kKvHeads, kHeadDim, options_.max_batch, options_.max_context, options_.kv_block_size}),
 @STATE_INIT@        arena_(scratch_plan(options_).bytes) {
     check_config(checkpoint_dir);
     mi::io::check_required_weights(store_, required_weights(), mi::io::DType::@DTYPE_ENUM@);
@@ -93,7 +92,7 @@ class Model {
 @NEW_SEQUENCE@
   void free_sequence(int seq) { cache_.free_sequence(seq); }
   int sequence_length(int seq) const { return cache_.length(seq); }
-  // The paged KV cache (the server's prefix cache and usage gauges).
+  // The paged KV cache (the server's usage gauges; engines with the prefix cache build it over this).
   mi::runtime::KvCache& kv_cache() { return cache_; }
 
   // Appends n tokens of `seq` and writes logits: [vocab] of the last token, or [n, vocab] when all_rows.
@@ -301,7 +300,6 @@ inline constexpr int kMaxBatch = @MAX_BATCH@;
 inline constexpr int kMaxContext = @MAX_CONTEXT@;
 inline constexpr int kKvBlockSize = @KV_BLOCK@;
 inline constexpr int kChunkedPrefill = @CHUNKED@;
-inline constexpr bool kPrefixCache = @PREFIX_CACHE@;
 inline constexpr bool kFastNumericsDefault = @FAST@;
 inline constexpr bool kFastNumericsOffered = @FAST_OFFERED@;  // --mode fast runs (else it is refused: @FAST_WITHHELD@)
 inline constexpr bool kHasTokenizer = @HAS_TOKENIZER_BOOL@;
@@ -487,7 +485,6 @@ std::string emit_engine_config(const ckb::Family& family, const coverage::Plan& 
       {"@MAX_CONTEXT@", std::to_string(plan.constraints.max_context)},
       {"@KV_BLOCK@", std::to_string(plan.constraints.kv_block_size)},
       {"@CHUNKED@", std::to_string(plan.constraints.chunked_prefill)},
-      {"@PREFIX_CACHE@", plan.constraints.prefix_cache ? "true" : "false"},
       {"@FAST@", plan.constraints.numerics == "fast" ? "true" : "false"},
       {"@FAST_OFFERED@", plan.fast_numerics ? "true" : "false"},
       {"@FAST_WITHHELD@", plan.fast_numerics ? "-" : plan.fast_numerics_withheld},
@@ -600,6 +597,9 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
               << "  static constexpr float kL2NormEps = 1e-6f;  // q, k: x / sqrt(sum x^2 + eps) (HF l2norm eps)\n"
               << "  static inline const float kQueryScale = 1.0f / std::sqrt(float(kLinearKeyDim));  // applied once, to q\n";
   }
+  if (state_layers > 0)  // server/serving_loop.h refuses to build a prefix cache over this model's KV cache
+    constants << "  // A cached KV prefix cannot restore the linear layers' recurrent state (ckb/contracts/recurrent_state.toml).\n"
+              << "  static constexpr bool kHasRecurrentState = true;\n";
   if (moe)
     constants << "  static constexpr mi::model::MoeDims kMoe{kHidden, config::kExperts, config::kExpertsPerToken, config::kMoeIntermediate,\n"
               << "                                            config::kSharedExpertIntermediate, config::kNormTopkProb};\n";
@@ -876,14 +876,10 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
   if (int8) std_includes += "#include <deque>\n";
   for (const auto& inc : includes) include_lines += "#include \"" + inc + "\"\n";
 
-  std::string state_init, state_field, check_options, new_sequence;
+  std::string state_init, state_field, new_sequence;
   if (state_layers > 0) {
     state_init = "        state_({kStateLayers, kConv, kDelta, options_.max_batch}),\n";
     state_field = "  mi::model::RecurrentStateCache state_;  // conv + delta-rule state per sequence and linear layer\n";
-    check_options =
-        "    // A cached KV prefix cannot restore the linear layers' recurrent state (ckb/contracts/recurrent_state.toml).\n"
-        "    if (o.prefix_cache)\n      mi::fail(\"prefix cache: this engine has linear-attention layers whose recurrent state a cached KV prefix \"\n"
-        "               \"cannot restore; run it without the prefix cache\");\n";
     new_sequence = "  // A new sequence starts from zero recurrent state.\n"
                    "  int new_sequence() {\n    const int seq = cache_.allocate_sequence();\n    state_.clear(seq);\n    return seq;\n  }\n";
   } else {
@@ -940,7 +936,7 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
       {"@MODEL_CONSTANTS@", constants.str()},
       {"@STATE_INIT@", state_init},
       {"@STATE_FIELD@", state_field},
-      {"@CHECK_OPTIONS@", check_options + mrope_check},
+      {"@CHECK_OPTIONS@", mrope_check},
       {"@NEW_SEQUENCE@", new_sequence},
       {"@EXTRA_LOADERS@", extra_loaders.str()},
       {"@REQUIRED@", required.str()},

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/kv_cache.h"
+#include "runtime/prefix_cache.h"
 #include "runtime/sampler.h"
 
 #include "../counting_allocator.h"
@@ -57,8 +58,8 @@ TEST(KvPrefixCacheAllocation, PrefixCacheBookkeepingAllocatesNothing) {
   shape.max_sequences = 2;
   shape.max_context = 16;
   shape.block_size = 4;
-  shape.prefix_cache = true;
   mi::runtime::KvCache cache(shape);
+  mi::runtime::PrefixCache prefix(cache);
   std::vector<int32_t> prompts[2];
   for (int p = 0; p < 2; ++p)
     for (int i = 0; i < 13; ++i) prompts[p].push_back(int32_t(p * 100 + i));
@@ -66,9 +67,9 @@ TEST(KvPrefixCacheAllocation, PrefixCacheBookkeepingAllocatesNothing) {
   for (int round = 0; round < 20; ++round) {
     const std::vector<int32_t>& prompt = prompts[round % 2];
     const int a = cache.allocate_sequence();
-    const int cached = cache.attach_prefix(a, prompt);
+    const int cached = prefix.attach(a, prompt);
     cache.append(a, int(prompt.size()) - cached);
-    cache.publish_prefix(a, prompt);
+    prefix.publish(a, prompt);
     const int b = cache.allocate_sequence();
     cache.append(b, 8);  // pressure: evicts some cached blocks
     cache.clear_sequence(b);
@@ -76,7 +77,7 @@ TEST(KvPrefixCacheAllocation, PrefixCacheBookkeepingAllocatesNothing) {
     cache.free_sequence(a);
   }
   EXPECT_EQ(g_allocations.load() - before, 0);
-  EXPECT_GT(cache.prefix_hit_tokens(), 0);
+  EXPECT_GT(prefix.hit_tokens(), 0);
 }
 
 }  // namespace

@@ -22,8 +22,8 @@ class FakeModel {
   static constexpr int kFirst = 33;  // '!' .. in the byte-level alphabet
   static constexpr int kSpan = 58;
 
-  FakeModel(int vocab, int max_batch, int max_context, int block, bool prefix_cache)
-      : vocab_(vocab), cache_({1, 1, 4, max_batch, max_context, block, prefix_cache}) {}
+  FakeModel(int vocab, int max_batch, int max_context, int block)
+      : vocab_(vocab), cache_({1, 1, 4, max_batch, max_context, block}) {}
 
   engine::ModelFacts facts() const { return {"FakeForCausalLM", "fake", "scalar", vocab_, 1 << 20}; }
   int vocab_size() const { return vocab_; }

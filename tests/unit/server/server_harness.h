@@ -1,5 +1,6 @@
 // The real HTTP server and serving loop on a loopback port, driving FakeModel (fake_model.h) with the real Qwen3
-// tokenizer and chat template, for the server tests.
+// tokenizer and chat template, for the server tests. Harness serves without the prefix cache (NoPrefixCache, as engines
+// generated with runtime.prefix_cache off), PrefixCacheHarness with it (runtime::PrefixCache).
 #pragma once
 #include <httplib.h>
 
@@ -14,7 +15,9 @@
 
 #include "chat/chat_template.h"
 #include "fake_model.h"
+#include "runtime/prefix_cache.h"
 #include "server/http_server.h"
+#include "server/no_prefix_cache.h"
 #include "server/serving_loop.h"
 #include "tokenizer/tokenizer.h"
 
@@ -27,25 +30,27 @@ struct HarnessOptions {
   int max_context = 256;
   int block = 4;
   int chunked_prefill = 0;
-  bool prefix_cache = false;
   int max_waiting = 64;
   int kv_blocks = 0;  // the scheduler's KV budget in blocks; 0 = max_batch x max_context
   std::size_t max_body_bytes = 1u << 20;
 };
 
-class Harness {
+template <PrefixReuse Prefix>
+class BasicHarness {
  public:
-  explicit Harness(const HarnessOptions& o = {})
+  using Loop = ServingLoop<FakeModel, Prefix>;
+
+  explicit BasicHarness(const HarnessOptions& o = {})
       : tokenizer_(tok::Tokenizer::load(tokenizer_dir())),
         template_(chat::ChatTemplate::load(tokenizer_dir())),
-        model_(int(tokenizer_.vocab_size()), o.max_batch, o.max_context, o.block, o.prefix_cache),
+        model_(int(tokenizer_.vocab_size()), o.max_batch, o.max_context, o.block),
         loop_(model_, &tokenizer_, loop_options(o), metrics_),
         http_(loop_, context(o), metrics_, http_options(o)) {
     port_ = http_.bind();
     loop_thread_ = std::thread([this] { loop_.run(); });
     http_thread_ = std::thread([this] { http_.listen(); });
   }
-  ~Harness() {
+  ~BasicHarness() {
     loop_.drain();
     while (http_.in_flight() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     http_.stop();
@@ -60,7 +65,7 @@ class Harness {
   }
   int port() const { return port_; }
   FakeModel& model() { return model_; }
-  ServingLoop<FakeModel>& loop() { return loop_; }
+  Loop& loop() { return loop_; }
   const tok::Tokenizer& tokenizer() const { return tokenizer_; }
   std::string text_of(const std::vector<int32_t>& ids) const { return tokenizer_.decode(ids, true); }
 
@@ -73,7 +78,6 @@ class Harness {
     lo.limits.chunked_prefill = o.chunked_prefill;
     lo.limits.kv_blocks = o.kv_blocks;
     lo.max_waiting = o.max_waiting;
-    lo.prefix_cache = o.prefix_cache;
     return lo;
   }
   PreparationContext context(const HarnessOptions& o) const {
@@ -97,11 +101,14 @@ class Harness {
   chat::ChatTemplate template_;
   FakeModel model_;
   ServerMetrics metrics_;
-  ServingLoop<FakeModel> loop_;
-  HttpServer<FakeModel> http_;
+  Loop loop_;
+  HttpServer<Loop> http_;
   int port_ = 0;
   std::thread loop_thread_, http_thread_;
 };
+
+using Harness = BasicHarness<NoPrefixCache>;
+using PrefixCacheHarness = BasicHarness<runtime::PrefixCache>;
 
 // A streamed response split into its SSE data payloads ("[DONE]" kept as text).
 inline std::vector<std::string> sse_payloads(const std::string& body) {

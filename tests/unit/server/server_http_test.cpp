@@ -25,7 +25,8 @@ using Json = nlohmann::json;
 
 std::string ids_json(const std::vector<int32_t>& ids) { return Json(ids).dump(); }
 
-Json post(const Harness& h, const std::string& path, const std::string& body, int expect_status = 200) {
+template <class H>
+Json post(const H& h, const std::string& path, const std::string& body, int expect_status = 200) {
   httplib::Client c = h.client();
   const auto r = c.Post(path.c_str(), body, "application/json");
   EXPECT_TRUE(r) << "no response for " << body;
@@ -210,9 +211,8 @@ TEST(ServerHttp, ChunkedPrefillGivesTheSameOutput) {
 
 TEST(ServerHttp, PrefixCacheReusesSharedPromptBlocks) {
   HarnessOptions o;
-  o.prefix_cache = true;
   o.block = 4;
-  Harness h(o);
+  PrefixCacheHarness h(o);
   std::vector<int32_t> system = prompt_of(12, 7);  // 3 whole blocks
   std::vector<int32_t> a = system, b = system;
   for (int32_t t : {50, 51, 52}) a.push_back(t);
@@ -231,6 +231,38 @@ TEST(ServerHttp, PrefixCacheReusesSharedPromptBlocks) {
   httplib::Client c = h.client();
   const std::string metrics = c.Get("/metrics")->body;
   EXPECT_NE(metrics.find("metainfer_prefix_cache_hit_tokens_total 20"), std::string::npos) << metrics;
+}
+
+// The prefix cache is refused at build time for a model whose linear-attention layers keep a recurrent state that a
+// cached KV prefix cannot restore (generated hybrid models declare kHasRecurrentState).
+struct FakeRecurrentModel : FakeModel {
+  using FakeModel::FakeModel;
+  static constexpr bool kHasRecurrentState = true;
+};
+static_assert(!kPrefixReuseFits<FakeRecurrentModel, runtime::PrefixCache>);
+static_assert(kPrefixReuseFits<FakeRecurrentModel, NoPrefixCache>);
+static_assert(kPrefixReuseFits<FakeModel, runtime::PrefixCache>);
+static_assert(PrefixReuse<runtime::PrefixCache> && PrefixReuse<NoPrefixCache>);
+
+// Built without the prefix cache (NoPrefixCache): a repeated prompt is prefilled in full again, nothing is cached,
+// and /metrics reports no prefix-cache hits.
+TEST(ServerHttp, PrefixCacheOffPrefillsEveryPromptInFull) {
+  HarnessOptions o;
+  o.block = 4;
+  Harness h(o);
+  const std::vector<int32_t> prompt = prompt_of(13, 7);
+  for (int round = 0; round < 2; ++round) {
+    const long long before = h.model().prefilled_tokens.load();
+    const Json r = post(h, "/v1/completions", R"({"model": "fake", "temperature": 0, "max_tokens": 6, "prompt": )" + ids_json(prompt) + "}");
+    EXPECT_EQ(r["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+    EXPECT_EQ(h.model().prefilled_tokens.load() - before, 13);
+    EXPECT_EQ(r["choices"][0]["text"], h.text_of(FakeModel::expected(prompt, 6)));
+  }
+  EXPECT_EQ(h.model().kv_cache().free_blocks(), h.model().kv_cache().total_blocks());
+  httplib::Client c = h.client();
+  const std::string metrics = c.Get("/metrics")->body;
+  EXPECT_NE(metrics.find("metainfer_prefix_cache_hit_tokens_total 0\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("metainfer_kv_cache_cached_blocks 0\n"), std::string::npos) << metrics;
 }
 
 TEST(ServerHttp, MoreRequestsThanKvBlocksWaitAndAllFinishCorrectly) {

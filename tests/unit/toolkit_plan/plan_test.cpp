@@ -5,6 +5,8 @@
 #include <cctype>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <set>
 #include <sstream>
 
 #include "../toolkit_support.h"
@@ -71,21 +73,25 @@ std::set<std::string> required_contracts(const json& plan) {
 }
 
 // What goes into an engine follows the constraints: chat (runtime.chat, on by default only for serve) brings the chat
-// template interpreter, serve brings the scheduler and the server; the files of what is not asked for are not in the
-// generated tree at all, and MANIFEST.json counts the engine's lines against the component library's.
+// template interpreter, serve brings the scheduler and the server, the prefix cache (serve only) brings
+// runtime/prefix_cache; the files of what is not asked for are not in the generated tree at all, and MANIFEST.json
+// counts the engine's lines against the component library's.
 TEST(Plan, EngineHoldsOnlyWhatItsConstraintsAskFor) {
   const std::string model = golden("qwen3-tiny").string();
   struct Case {
     std::vector<std::string> flags;
-    bool chat, scheduler, server;
+    bool chat, scheduler, server, prefix_cache;
   };
-  const std::vector<Case> cases = {{{}, false, false, false},
-                                   {{"--chat", "on"}, true, false, false},
-                                   {{"--mode", "bench"}, false, false, false},
-                                   {{"--mode", "serve", "--max-batch", "4"}, true, true, true}};
+  const std::vector<Case> cases = {{{}, false, false, false, false},
+                                   {{"--chat", "on"}, true, false, false, false},
+                                   {{"--mode", "bench"}, false, false, false, false},
+                                   {{"--mode", "serve", "--max-batch", "4"}, true, true, true, false},
+                                   {{"--mode", "serve", "--max-batch", "4", "--prefix-cache", "on"}, true, true, true, true}};
   mi_test::TempDir dir("plan-features");
   int i = 0;
   std::vector<std::pair<int, int>> lines;  // per case: engine source lines, of which chat interpreter lines
+  std::vector<std::set<std::string>> trees;  // per case: the engine's files
+  int prefix_cache_lines = 0;
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::PrintToString(c.flags));
     std::vector<std::string> args{"plan", "--model", model, "--platform", "x86-64-avx2", "--json"};
@@ -99,6 +105,7 @@ TEST(Plan, EngineHoldsOnlyWhatItsConstraintsAskFor) {
     EXPECT_EQ(contracts.count("chat_template"), c.chat ? 1u : 0u);
     EXPECT_EQ(contracts.count("scheduler"), c.scheduler ? 1u : 0u);
     EXPECT_EQ(contracts.count("server"), c.server ? 1u : 0u);
+    EXPECT_EQ(contracts.count("prefix_cache"), c.prefix_cache ? 1u : 0u);
 
     const std::filesystem::path out = dir.path() / ("e" + std::to_string(i++));
     std::vector<std::string> gen{"generate", "--model", model, "--platform", "x86-64-avx2", "--no-verify", "-o", out.string()};
@@ -106,21 +113,41 @@ TEST(Plan, EngineHoldsOnlyWhatItsConstraintsAskFor) {
     const auto g = metainfer(gen);
     ASSERT_EQ(g.exit_code, 0) << g.err;
     const json manifest = json::parse(slurp(out / "MANIFEST.json"));
-    bool chat_files = false, chat_commands = false, scheduler = false, server = false;
+    bool chat_files = false, chat_commands = false, scheduler = false, server = false, prefix_cache = false;
+    std::set<std::string> tree;
     for (const auto& f : manifest.at("files")) {
       const std::string path = f.at("path");
+      tree.insert(path);
       chat_files = chat_files || path.rfind("src/chat/", 0) == 0;
       chat_commands = chat_commands || path == "src/engine/chat_commands.h";
       scheduler = scheduler || path.rfind("src/runtime/scheduler", 0) == 0;
       server = server || path.rfind("src/server/", 0) == 0;
+      if (path.rfind("src/runtime/prefix_cache", 0) == 0) {
+        prefix_cache = true;
+        EXPECT_EQ(f.at("contract"), "prefix_cache") << path;
+        if (c.prefix_cache) prefix_cache_lines += f.at("lines").get<int>();
+      }
     }
     EXPECT_EQ(chat_files, c.chat);
     EXPECT_EQ(chat_commands, c.chat);
     EXPECT_EQ(scheduler, c.scheduler);
     EXPECT_EQ(server, c.server);
+    EXPECT_EQ(prefix_cache, c.prefix_cache);
+    // The tree itself, not only the manifest: no prefix-cache source where the constraints leave it off.
+    EXPECT_EQ(std::filesystem::exists(out / "src/runtime/prefix_cache.h"), c.prefix_cache);
+    EXPECT_EQ(std::filesystem::exists(out / "src/runtime/prefix_cache.cpp"), c.prefix_cache);
+    EXPECT_EQ(slurp(out / "CMakeLists.txt").find("src/runtime/prefix_cache.cpp") != std::string::npos, c.prefix_cache);
     const std::string features = slurp(out / "src" / "engine_features.h");
     EXPECT_NE(features.find(c.chat ? "using ChatCommands = mi::engine::ChatTemplateCommands;"
                                    : "using ChatCommands = mi::engine::NoChat;"), std::string::npos) << features;
+    // The serving loop's prefix reuse is a type chosen here at build time, not a run-time switch.
+    if (c.server)
+      EXPECT_NE(features.find(c.prefix_cache ? "using PrefixReuse = mi::runtime::PrefixCache;"
+                                             : "using PrefixReuse = mi::server::NoPrefixCache;"), std::string::npos) << features;
+    else
+      EXPECT_EQ(features.find("PrefixReuse"), std::string::npos) << features;
+    EXPECT_EQ(features.find("runtime/prefix_cache.h") != std::string::npos, c.prefix_cache) << features;
+    EXPECT_EQ(slurp(out / "src" / "engine_config.h").find("PrefixCache"), std::string::npos);
     const int engine_lines = manifest.at("lines").at("engine_sources").get<int>();
     const int library_lines = manifest.at("lines").at("component_library").get<int>();
     EXPECT_GT(engine_lines, 0);
@@ -129,14 +156,26 @@ TEST(Plan, EngineHoldsOnlyWhatItsConstraintsAskFor) {
     for (const auto& f : manifest.at("files"))
       if (f.at("path").get<std::string>().rfind("src/chat/", 0) == 0) chat_lines += f.at("lines").get<int>();
     lines.push_back({engine_lines, chat_lines});
+    trees.push_back(tree);
   }
   // The chat engine is the offline engine plus the interpreter (and the chat commands on top).
   EXPECT_GT(lines[1].second, 3000) << "the chat template interpreter";
   EXPECT_GE(lines[1].first, lines[0].first + lines[1].second);
   EXPECT_EQ(lines[2].first, lines[0].first) << "bench mode adds nothing: every engine carries ENGINE bench";
-  // Regenerated from its manifest's constraints, the chat engine is the same tree (L0 sees runtime.chat).
-  const mi::gates::GateResult l0 = mi::gates::sources_gate(mi::generator::load_engine(dir.path() / "e1"));
-  EXPECT_TRUE(l0.passed) << l0.summary << l0.evidence.dump();
+  // The prefix cache is the serve engine plus runtime/prefix_cache.{h,cpp}: nothing else is added or taken away.
+  std::set<std::string> added, removed;
+  std::set_difference(trees[4].begin(), trees[4].end(), trees[3].begin(), trees[3].end(), std::inserter(added, added.end()));
+  std::set_difference(trees[3].begin(), trees[3].end(), trees[4].begin(), trees[4].end(), std::inserter(removed, removed.end()));
+  EXPECT_EQ(added, (std::set<std::string>{"src/runtime/prefix_cache.cpp", "src/runtime/prefix_cache.h"}));
+  EXPECT_TRUE(removed.empty()) << ::testing::PrintToString(removed);
+  EXPECT_GT(prefix_cache_lines, 100);
+  EXPECT_GE(lines[4].first, lines[3].first + prefix_cache_lines);
+  // Regenerated from their manifests' constraints, the chat engine and the prefix-cache engine are the same trees
+  // (L0 sees runtime.chat and runtime.prefix_cache).
+  for (const char* e : {"e1", "e4"}) {
+    const mi::gates::GateResult l0 = mi::gates::sources_gate(mi::generator::load_engine(dir.path() / e));
+    EXPECT_TRUE(l0.passed) << e << ": " << l0.summary << l0.evidence.dump();
+  }
 }
 
 TEST(Plan, ChatOffIsRefusedForServeAndExplained) {
@@ -308,15 +347,15 @@ TEST(Plan, UnsupportedOptionsAreGapsNotErrors) {
   EXPECT_TRUE(gap_ids(json::parse(conv.out)).count("dtype_conversion"));
 }
 
-// runtime.mode = "serve" is covered: the plan requires the server contract; the prefix cache is covered there.
+// runtime.mode = "serve" is covered: the plan requires the server contract, and with it the prefix cache's.
 TEST(Plan, ServeModeIsPlannedWithTheServerContract) {
   const auto r = metainfer({"plan", "--model", golden("qwen3-tiny").string(), "--mode", "serve", "--max-batch", "4",
                             "--prefix-cache", "on", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const json plan = json::parse(r.out);
-  bool server = false;
-  for (const auto& req : plan.at("requirements")) server = server || req.at("contract") == "server";
-  EXPECT_TRUE(server) << plan.dump(2);
+  const std::set<std::string> contracts = required_contracts(plan);
+  EXPECT_TRUE(contracts.count("server")) << plan.dump(2);
+  EXPECT_TRUE(contracts.count("prefix_cache")) << plan.dump(2);
 }
 
 // platform.dtype = "int8" is covered: the plan requires the int8_weights contract (no dtype_conversion gap).
