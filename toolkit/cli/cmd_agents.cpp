@@ -99,8 +99,9 @@ void register_agents_command(CLI::App& app, int& exit_code) {
     }
     std::error_code ec;
     const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    const agents::GateRunner gate = s->engine_gate ? agents::engine_stage_gate({self, ckb::default_repo_root(), s->gate_timeout_s})
-                                                   : agents::script_gate(s->gate_timeout_s);
+    const agents::GateRunner gate =
+        s->engine_gate ? agents::engine_stage_gate({self, ckb::default_repo_root(), s->gate_timeout_s, 16 * 1024, reference_trees(s->llm)})
+                       : agents::script_gate(s->gate_timeout_s, 16 * 1024, reference_trees(s->llm));
     const agents::StageResult r = agents::run_stage(*run, {s->stage, objective, s->rounds, s->review}, gate);
     nlohmann::json rounds = nlohmann::json::array();
     for (const auto& x : r.rounds) rounds.push_back({{"round", x.round}, {"gate", x.gate}, {"implementer", x.implementer}, {"evidence", x.evidence_file}});

@@ -112,7 +112,7 @@ int run_evolve(const EvolveOptions& e) {
   }
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  const agents::GateRunner gate = agents::engine_or_script_gate({self, ckb::default_repo_root(), e.gate_timeout_s}, e.gate_timeout_s);
+  const agents::GateRunner gate = agents::engine_or_script_gate({self, ckb::default_repo_root(), e.gate_timeout_s, 16 * 1024, reference_trees(e.llm)}, e.gate_timeout_s);
   const agents::EvolutionResult r = agents::evolve(cfg, [bc] { return agents::make_backend(bc); }, gate, e.resume);
   std::cerr << "metainfer evolve: " << r.state << (r.detail.empty() ? "" : " (" + r.detail + ")") << "; records in "
             << cfg.work_dir.string() << "\n";
