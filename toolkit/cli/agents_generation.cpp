@@ -72,6 +72,9 @@ int run_agents_generation(const ckb::Ckb& ckb, const coverage::Plan& plan, const
                                                          : nlohmann::json(nullptr)},
                         {"report", (engine.dir / "reports" / "verification.json").string()},
                         {"metrics", (engine.dir / "metrics.json").string()},
+                        {"strategy", r.strategy.empty() ? nlohmann::json(nullptr) : nlohmann::json((engine.dir / r.strategy).string())},
+                        {"experiment_summary", r.experiment_summary.empty() ? nlohmann::json(nullptr)
+                                                                            : nlohmann::json((engine.dir / r.experiment_summary).string())},
                         {"detail", r.detail}}
              .dump()
       << "\n";
