@@ -14,11 +14,12 @@
 // tmpfs with mode 000 (a file: by /dev/null), and the read-only directories and overlays are bind-mounted read-only;
 // then the command runs under `setpriv` with every capability dropped (bounding set included, no_new_privs), so it
 // cannot unmount or remount what hides the references. A mount that fails stops the command before it runs. The
-// rest of the file system is the host's: the isolation string says so and the metrics record it. Where that mount namespace cannot be
-// set up (plain `unshare -n` only), the fallback cannot hide anything: a command with hidden paths is refused, and
-// require_isolation_for refuses agents' commands whenever reference trees are configured, whatever the source switch
-// (SWITCH=ON lets the explorer read references; the explorer has no shell, and no other role may read them). With
-// no isolation at all, commands are refused: running an agent's shell with network access is not an option.
+// rest of the file system is the host's: the isolation string says so and the metrics record it. Where that mount
+// namespace cannot be set up (plain `unshare -n` only), the fallback cannot hide anything: a command with hidden
+// paths is refused, and require_isolation_for refuses agents' commands whenever reference trees are configured,
+// whatever the source switch (SWITCH=ON lets the explorer read references; the explorer has no shell, and no other
+// role may read them). With no isolation at all, commands are refused: running an agent's shell with network access
+// is not an option.
 //
 // METAINFER_AGENT_ISOLATION=unshare skips bubblewrap and uses the fallback (tests of the fallback; hosts whose
 // bubblewrap misbehaves); =bubblewrap uses bubblewrap or nothing.

@@ -100,7 +100,9 @@ fs::path export_skill(const fs::path& dir, const fs::path& ckb_dir, const fs::pa
       "A failure goes to the failure analyst, "
       "whose report seeds the next round. `scripts/agents.sh evolve --constraints CONSTRAINTS.toml --work-dir W "
       "--contracts DIR ...` runs all of this itself.\n"
-      "4. Experience: after a verified repair or optimisation, the experiment summariser writes an experience entry.\n\n"
+      "4. Strategy and summary: the orchestrator writes `strategy/strategy.md` before the other roles start (they read it "
+      "first); when the run is over, the experiment summariser writes `experiment/summary.md` from the figures you "
+      "measured (never from the agents' own account) and names the experience worth an entry.\n\n"
       "## Roles\n\n" + role_list +
       "\n## Scripts\n\n"
       "Each calls `metainfer` (`$METAINFER`, else the binary this skill was exported from): `coverage.sh`, "
