@@ -6,6 +6,7 @@
 
 #include "agents/isolated_command.h"
 #include "agents/protected_files.h"
+#include "common/error.h"
 #include "generator/generator.h"
 #include "process/subprocess.h"
 
@@ -65,8 +66,14 @@ VerifierRun run_verifier(const EngineGateOptions& o, const fs::path& run_dir, co
   std::vector<fs::path> overlays;
   for (const auto& p : protected_mount_points(run_dir))
     if (p != run_dir / "reports") overlays.push_back(p);
-  const CommandResult r = run_isolated_command(command, run_dir, readonly, o.timeout_s, o.max_evidence_bytes * 4, {}, overlays, env);
   VerifierRun v;
+  CommandResult r;
+  try {
+    r = run_isolated_command(command, run_dir, readonly, o.timeout_s, o.max_evidence_bytes * 4, o.hidden_paths, overlays, env);
+  } catch (const Error& e) {  // no isolation that can keep the references hidden: the gate does not run
+    v.output_tail = e.what();
+    return v;
+  }
   v.timed_out = r.timed_out;
   v.exit_code = r.exit_code;
   v.output_tail = process::tail(r.output, o.max_evidence_bytes);
@@ -112,7 +119,7 @@ bool is_engine_directory(const fs::path& dir, const std::string& stage) {
 }
 
 GateRunner engine_or_script_gate(EngineGateOptions options, double script_timeout_s) {
-  GateRunner engine = engine_stage_gate(options), script = script_gate(script_timeout_s);
+  GateRunner engine = engine_stage_gate(options), script = script_gate(script_timeout_s, options.max_evidence_bytes, options.hidden_paths);
   return [engine, script](const fs::path& run_dir, const std::string& stage) {
     return is_engine_directory(run_dir, stage) ? engine(run_dir, stage) : script(run_dir, stage);
   };

@@ -7,7 +7,7 @@
 //
 // The verifier runs agent-written code (the stage tests link it), so it runs in the same isolation as agents'
 // commands: no network, the run directory writable, the toolkit's source tree read-only (the CKB, the gate bounds),
-// the protected paths read-only; the host's ccache is readable (CCACHE_READONLY) so unchanged files build fast, and
+// the protected paths read-only, the reference trees hidden; the host's ccache is readable (CCACHE_READONLY) so unchanged files build fast, and
 // nothing the agents' code does can write into it.
 #pragma once
 #include <filesystem>
@@ -22,6 +22,9 @@ struct EngineGateOptions {
   std::filesystem::path source_dir;        // the toolkit's source tree (CKB, gate bounds), mounted read-only
   double timeout_s = 1800;
   std::size_t max_evidence_bytes = 16 * 1024;
+  // Reference trees (--reference): hidden from the verifier, which runs agent-written code whose output becomes the
+  // next round's evidence.
+  std::vector<std::filesystem::path> hidden_paths = {};
 };
 
 // The gate for stage ids "basic_execution", "model_components", "framework_integration" (the engine's stage tests):

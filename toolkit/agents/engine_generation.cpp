@@ -6,7 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agents/experiment_summary.h"
 #include "agents/protected_files.h"
+#include "agents/round_strategy.h"
+#include "agents/withheld_sources.h"
 #include "common/error.h"
 #include "generator/manifest.h"
 #include "generator/generator.h"
@@ -26,11 +29,12 @@ std::string objective_text(const EngineStageBrief& b, const std::string& engine_
     if (!c->summary.empty()) t += ". " + c->summary;
     t += "\n";
   }
-  t += "\nThe files implementing them (under src/, listed in MANIFEST.json; the generator drafted them from the CKB's "
-       "components, and you own them now):\n";
+  t += "\nThe files implementing them (under src/, listed in MANIFEST.json). They are NOT in the engine directory when "
+       "the stage starts: you write them, from the contracts. The other stages' files are there (the gate builds the whole "
+       "engine), so what you write must provide what they include and call:\n";
   for (const auto& f : b.files) t += "- " + f + "\n";
   t += "\nThe gate builds the whole engine (CMakeLists.txt, protected) and runs this stage's test contract. The plan the "
-       "engine was generated from is plan.json; the stage list is strategy/strategy.md.";
+       "engine was generated from is plan.json.";
   return t;
 }
 
@@ -43,9 +47,72 @@ void write_generation_record(const fs::path& run_dir, const EngineGenerationResu
   }
   json final = nullptr;
   if (r.final_gates_ran) final = {{"passed", r.final_gates.passed}, {"state", r.final_gates.state}, {"acceptance", r.final_gates.acceptance}};
+  auto path_or_null = [](const std::string& p) { return p.empty() ? json(nullptr) : json(p); };
   generator::write_file(run_dir / ".metainfer" / "generation.json",
              json{{"format", "metainfer-agents-generation/1"}, {"state", r.state}, {"detail", r.detail}, {"stages", stages},
-                  {"final_gates", final}}.dump(2) + "\n");
+                  {"final_gates", final}, {"strategy", path_or_null(r.strategy)},
+                  {"experiment_summary", path_or_null(r.experiment_summary)}}.dump(2) + "\n");
+}
+
+// What the orchestrator is told: the route is fixed (the plan is covered), the stages and their contracts and files.
+std::string strategy_brief(const std::vector<EngineStageBrief>& stages) {
+  std::string t = "Generation of an engine by LLM implementers (metainfer generate --backend agents). The coverage plan is "
+                  "plan.json (covered; the constraints are in it); the engine's files are listed in MANIFEST.json. The "
+                  "stages, in this order, each judged by its test contract (each stage's gate also reruns the earlier "
+                  "stages' tests); a stage's own source files are withheld when it starts, and its implementer writes them:\n";
+  for (const auto& b : stages) {
+    t += "\n" + b.stage + " (tests/stage_" + b.stage + "_test.cpp)\n  contracts:";
+    for (const ckb::Contract* c : b.contracts) t += " " + c->id;
+    t += "\n  files:";
+    for (const auto& f : b.files) t += " " + f;
+    t += "\n";
+  }
+  t += "\nThen the final gates: build, provenance, acceptance on the checkpoint in every mode the engine ships, L3.";
+  return t;
+}
+
+// What the experiment summariser is told happened.
+std::string outcome_text(const EngineGenerationResult& r) {
+  std::string t = "metainfer generate --backend agents: " + r.state + (r.detail.empty() ? "" : " (" + r.detail + ")") + "\n";
+  for (const auto& s : r.stages) {
+    t += "- stage " + s.stage + ": " + s.state + " after " + std::to_string(s.rounds.size()) + " round(s):";
+    for (const auto& x : s.rounds) t += " round " + std::to_string(x.round) + " " + x.gate + (x.evidence_file.empty() ? "" : " (" + x.evidence_file + ")") + ";";
+    t += "\n";
+  }
+  if (r.final_gates_ran) t += "- final gates (" + std::string(kAgentFinalGates) + "): " + r.final_gates.state + " (reports/agents/final_gates.txt)\n";
+  return t;
+}
+
+// The stages in order, each starting with its own sources withheld, then the final gates; the state says where it
+// stopped.
+void run_stages_and_final_gates(AgentRun& run, const std::vector<EngineStageBrief>& stages, const EngineGenerationSpec& spec,
+                                const GateRunner& stage_gate, const FinalGatesRunner& final_gates, EngineGenerationResult& result) {
+  const fs::path dir = run.run_dir();
+  for (const auto& b : stages) {
+    withhold_sources(dir, b.files);
+    const StageResult s = run_stage(run, {b.stage, b.objective + strategy_note(dir), spec.max_repair_rounds, spec.review}, stage_gate);
+    result.stages.push_back(s);
+    write_generation_record(dir, result);
+    if (s.state != "PASSED") {
+      result.state = (s.state == "FAILED" ? "FAILED" : s.state) + ":" + b.stage;
+      result.detail = s.detail;
+      return;
+    }
+  }
+  // Nothing changes between the last stage gate and the final gates but by an agent, and no agent runs in between;
+  // the hash check still runs, so a file changed outside the loop is caught too.
+  try {
+    require_untampered(dir);
+  } catch (const Error& e) {
+    result.state = "TAMPERED:final";
+    result.detail = e.what();
+    return;
+  }
+  result.final_gates = final_gates(dir);
+  result.final_gates_ran = true;
+  generator::write_file(dir / "reports" / "agents" / "final_gates.txt", result.final_gates.evidence);
+  result.state = result.final_gates.passed ? result.final_gates.acceptance : result.final_gates.state;
+  if (!result.final_gates.passed && result.state.rfind("FAILED", 0) != 0) result.state = "FAILED:" + result.state;
 }
 
 }  // namespace
@@ -86,44 +153,24 @@ EngineGenerationResult generate_engine_with_agents(AgentRun& run, const std::vec
                                                    const EngineGenerationSpec& spec, const GateRunner& stage_gate,
                                                    const FinalGatesRunner& final_gates) {
   const fs::path dir = run.run_dir();
-  // The roles share no memory; the stage list is the one thing every role reads first (the implementer's prompt
-  // points at it). Written by the workflow, not by an agent.
-  std::string strategy = "# Strategy (written by the workflow)\n\nRoute: regular generation with LLM implementers; the "
-                         "engine's stages, in order, each judged by its test contract:\n\n";
-  for (const auto& b : stages) strategy += "1. " + b.stage + " (tests/stage_" + b.stage + "_test.cpp)\n";
-  strategy += "\nEach stage's gate also reruns the earlier stages' tests. Then the final gates: build, provenance, "
-              "acceptance on the checkpoint in every mode the engine ships, L3.\n";
-  generator::write_file(dir / "strategy" / "strategy.md", strategy);
-
   EngineGenerationResult result;
-  for (const auto& b : stages) {
-    const StageResult s = run_stage(run, {b.stage, b.objective, spec.max_repair_rounds, spec.review}, stage_gate);
-    result.stages.push_back(s);
-    write_generation_record(dir, result);
-    if (s.state != "PASSED") {
-      result.state = (s.state == "FAILED" ? "FAILED" : s.state) + ":" + b.stage;
-      result.detail = s.detail;
-      write_generation_record(dir, result);
-      return result;
-    }
+  // The main agent first: its strategy is the one thing every later role is pointed at.
+  const ConversationResult plan = plan_strategy(run, strategy_brief(stages), "strategy");
+  if (fs::is_regular_file(dir / kStrategyFile)) result.strategy = kStrategyFile;
+  if (plan.metrics.stop == "error") {
+    result.state = "AGENT_ERROR:strategy";
+    result.detail = plan.final_text;
+  } else {
+    run_stages_and_final_gates(run, stages, spec, stage_gate, final_gates, result);
   }
-  // Nothing changes between the last stage gate and the final gates but by an agent, and no agent runs in between;
-  // the hash check still runs, so a file changed outside the loop is caught too.
-  try {
-    require_untampered(dir);
-  } catch (const Error& e) {
-    result.state = "TAMPERED:final";
-    result.detail = e.what();
-    write_generation_record(dir, result);
-    return result;
-  }
-  result.final_gates = final_gates(dir);
-  result.final_gates_ran = true;
-  generator::write_file(dir / "reports" / "agents" / "final_gates.txt", result.final_gates.evidence);
-  result.state = result.final_gates.passed ? result.final_gates.acceptance : result.final_gates.state;
-  if (!result.final_gates.passed && result.state.rfind("FAILED", 0) != 0) result.state = "FAILED:" + result.state;
   write_generation_record(dir, result);
   run.write_records();
+  // Last, the run's summary report from the figures measured so far; an endpoint that kept failing gets no more calls.
+  if (result.state.rfind("AGENT_ERROR", 0) != 0) {
+    summarise_experiment(run, outcome_text(result), run.metrics());
+    if (fs::is_regular_file(dir / kExperimentSummaryFile)) result.experiment_summary = kExperimentSummaryFile;
+    write_generation_record(dir, result);
+  }
   return result;
 }
 

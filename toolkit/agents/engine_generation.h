@@ -1,15 +1,18 @@
-// `metainfer generate --backend agents`: the staged workflow with LLM implementers and reviewers over an engine
-// directory the knowledge generator laid down (CMakeLists.txt, the stage test contracts, plan.json, MANIFEST.json,
-// and the sources drafted from the CKB's components). The implementers own src/: stage by stage, in the CKB's stage
-// order, they write and repair the sources that implement the stage's contracts until the real L1 stage gate passes
-// (bounded repair rounds, the gate's evidence and the spec reviewer's report fed to the next round; each stage gate
-// also reruns the earlier stages' tests). Only when every stage passed do the final gates run (engine_final_gates:
-// B0, L0 provenance, acceptance, L3), as for the knowledge backend but for the sources check, which agent-written
-// sources fail by design.
+// `metainfer generate --backend agents`: the staged workflow with LLM roles over an engine directory the knowledge
+// generator laid down (CMakeLists.txt, the stage test contracts, plan.json, MANIFEST.json, and the sources drafted
+// from the CKB's components). In order:
+//   the orchestrator writes strategy/strategy.md (round_strategy.h), which every implementer's task points at;
+//   stage by stage, in the CKB's stage order, the stage's own source files are withheld (withheld_sources.h) and the
+//   implementers write them until the real L1 stage gate passes (bounded repair rounds, the gate's evidence and the
+//   spec reviewer's report fed to the next round; each stage gate also reruns the earlier stages' tests);
+//   when every stage passed, the final gates (engine_final_gates: B0, L0 provenance, acceptance, L3), as for the
+//   knowledge backend but for the sources check, which agent-written sources fail by design;
+//   the experiment summariser writes experiment/summary.md from the figures the workflow measured
+//   (experiment_summary.h).
 //
-// Why the draft: B0 builds the whole engine for every stage gate, so the basic_execution gate cannot run before the
-// sources of the later stages exist; the draft is what the later stages start from, and what they are judged on is
-// the same test contracts either way.
+// Why a draft at all: B0 builds the whole engine for every stage gate, so the basic_execution gate cannot run before
+// the sources of the later stages exist; each stage's draft is removed when that stage starts, so a stage passes only
+// on sources its implementer wrote, and the last stage gate reruns every stage's test on them.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -43,17 +46,18 @@ struct EngineGenerationResult {
   // "PASS_VERIFIED" | "PASS_VERIFIED_ORACLE" (the final gates' acceptance route), "FAILED:<stage>",
   // "TAMPERED:<stage>" (a protected file changed before a gate), "AGENT_ERROR:<stage>" (the endpoint kept failing),
   // "TAMPERED:final", or "FAILED:<gate>" from the final gates.
-  std::string state;
+  std::string state;  // also "AGENT_ERROR:strategy" (the endpoint failed the orchestrator)
   std::vector<StageResult> stages;
   FinalGatesOutcome final_gates;
   bool final_gates_ran = false;
   std::string detail;
+  std::string strategy, experiment_summary;  // the files the orchestrator and the summariser wrote ("" when none)
 };
 
 using FinalGatesRunner = std::function<FinalGatesOutcome(const std::filesystem::path& engine_dir)>;
 
-// Runs the stages in the engine directory `run` works in (its protected files already hashed), then the final
-// gates. Writes strategy/strategy.md (the stage list, for every role) and .metainfer/generation.json.
+// Runs the orchestrator, the stages in the engine directory `run` works in (its protected files already hashed), the
+// final gates and the experiment summariser. Writes .metainfer/generation.json.
 EngineGenerationResult generate_engine_with_agents(AgentRun& run, const std::vector<EngineStageBrief>& stages,
                                                    const EngineGenerationSpec& spec, const GateRunner& stage_gate,
                                                    const FinalGatesRunner& final_gates);

@@ -8,8 +8,12 @@
 
 #include "agents/agent_run.h"
 #include "agents/ckb_delta.h"
+#include "agents/delta_consolidation.h"
+#include "agents/experiment_summary.h"
 #include "agents/protected_files.h"
+#include "agents/round_strategy.h"
 #include "agents/run_metrics.h"
+#include "agents/withheld_sources.h"
 #include "common/error.h"
 
 namespace mi::agents {
@@ -18,7 +22,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kPhases = {"explore", "consolidate", "candidate", "regenerate", "merge"};
+const std::vector<std::string> kPhases = {"strategy", "explore", "consolidate", "candidate", "regenerate", "merge"};
 
 std::string read_all(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -41,16 +45,19 @@ std::string round_name(int n) {
 }
 
 // A run directory as the workflow lays it down: the test contracts copied in and hashed before any agent acts. An
-// engine directory as contracts brings its sources and test contracts, never its build or another run's records.
-void lay_down_contracts(const fs::path& run_dir, const fs::path& contracts_dir) {
+// engine directory as contracts brings its sources and test contracts, never its build or another run's records,
+// and never the sources of the stage under evolution (`withheld`): the implementer writes those.
+void lay_down_contracts(const fs::path& run_dir, const fs::path& contracts_dir, const std::vector<std::string>& withheld) {
   fs::create_directories(run_dir);
   if (!contracts_dir.empty())
     for (const auto& e : fs::directory_iterator(contracts_dir)) {
       const std::string name = e.path().filename().string();
-      if (name == "build" || name == "reports" || name == ".metainfer" || name == "transcripts" || name == "metrics.json" || name == "summary.md")
+      if (name == "build" || name == "reports" || name == ".metainfer" || name == "transcripts" || name == "metrics.json" ||
+          name == "summary.md" || name == "strategy" || name == "experiment")
         continue;
       fs::copy(e.path(), run_dir / name, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
     }
+  withhold_sources(run_dir, withheld);
   write_protected_manifest(protected_manifest_path(run_dir), snapshot_protected(run_dir, default_protected_globs()));
 }
 
@@ -65,7 +72,8 @@ class Round {
     while (record_["state"] == "IN_PROGRESS") {
       const std::string phase = record_["phase"];
       std::string outcome;  // "" next phase; "interrupted"; "failed: detail"
-      if (phase == "explore") outcome = explore();
+      if (phase == "strategy") outcome = strategy();
+      else if (phase == "explore") outcome = explore();
       else if (phase == "consolidate") outcome = consolidate();
       else if (phase == "candidate") outcome = stage_phase(candidate(), "candidate");
       else if (phase == "regenerate") outcome = regenerate();
@@ -112,11 +120,30 @@ class Round {
     return *candidate_run_;
   }
 
+  // The main agent writes (from the second round: updates) the round's strategy; every later role of the candidate
+  // is pointed at it. The regeneration is not: it works from the CKB alone.
+  std::string strategy() {
+    AgentRun& run = candidate();
+    run.set_source_switch(SourceSwitch::off);
+    std::string brief = "Knowledge-base evolution (metainfer evolve), round " + dir_.filename().string() +
+                        ". The route is evolution: the knowledge base does not cover the target.\n\nTarget:\n" + cfg_.target +
+                        "\n\nThe round's phases, each a separate role: the explorer writes exploration/notes.md (source "
+                        "switch " + std::string(to_string(cfg_.explore_switch)) + "); the consolidator turns them into a CKB delta "
+                        "under ckb_delta/ (knowledge layers only); an implementer builds a candidate against the CKB plus "
+                        "the delta until the gate '" + cfg_.stage + "' passes; then another implementer regenerates from the CKB "
+                        "alone (it will not see this strategy), gated again; only then is the delta merged.";
+    if (!cfg_.inputs.empty()) brief += " Inputs (the coverage plan, the checkpoint's config) are under inputs/.";
+    if (fs::exists(candidate_dir() / "seed" / "failure.md"))
+      brief += "\n\nThe previous round failed; the failure analyst's report is seed/failure.md.";
+    const ConversationResult r = plan_strategy(run, brief);
+    return r.metrics.stop == "error" ? "interrupted" : "";
+  }
+
   std::string explore() {
     AgentRun& run = candidate();
     run.set_source_switch(cfg_.explore_switch);
     std::string task = "Knowledge-base evolution, round " + dir_.filename().string() + ".\n\nTarget:\n" + cfg_.target +
-                       "\n\nWrite what the knowledge base lacks for it to exploration/notes.md.";
+                       "\n\nWrite what the knowledge base lacks for it to exploration/notes.md." + strategy_note(candidate_dir());
     if (fs::exists(candidate_dir() / "seed" / "failure.md"))
       task += "\n\nThe previous round failed. The failure analyst's report (seed/failure.md):\n\n" + read_all(candidate_dir() / "seed" / "failure.md");
     const ConversationResult r = run.converse("explorer", task);
@@ -128,7 +155,8 @@ class Round {
     AgentRun& run = candidate();
     run.set_source_switch(SourceSwitch::off);
     const ConversationResult r = run.converse(
-        "consolidator", "Turn exploration/notes.md into knowledge-base entries under ckb_delta/ (same layout as the CKB) for the target:\n" + cfg_.target);
+        "consolidator", "Turn exploration/notes.md into knowledge-base entries under ckb_delta/ (same layout as the CKB) for the target:\n" +
+                            cfg_.target + strategy_note(candidate_dir()));
     if (r.metrics.stop == "error") return "interrupted";
     const fs::path delta = candidate_dir() / "ckb_delta";
     if (delta_files(delta).empty()) return "failed: the consolidator wrote no ckb_delta/ entry";
@@ -157,8 +185,14 @@ class Round {
   std::string stage_phase(AgentRun& run, const std::string& which) {
     run.set_source_switch(SourceSwitch::off);
     std::string objective = cfg_.target;
-    if (which == "candidate") objective += "\n\nUse the knowledge base (including this round's staged entries) and exploration/notes.md.";
+    if (which == "candidate")
+      objective += "\n\nUse the knowledge base (including this round's staged entries) and exploration/notes.md." + strategy_note(run.run_dir());
     else objective += "\n\nUse the knowledge base only.";
+    if (!cfg_.withheld_sources.empty()) {
+      objective += "\n\nThe stage's own source files are not in the run directory: you write them (the other sources are "
+                   "there, and what you write must fit what they include and call):";
+      for (const auto& f : cfg_.withheld_sources) objective += "\n- " + f;
+    }
     const StageResult s = run_stage(run, {cfg_.stage, objective, cfg_.max_repair_rounds, false}, gate_);
     record_[which] = {{"state", s.state}, {"rounds", s.rounds.size()},
                       {"evidence", s.rounds.empty() ? "" : s.rounds.back().evidence_file}};
@@ -174,7 +208,7 @@ class Round {
     // From the CKB alone: a fresh directory each time this phase starts (an interrupted regeneration restarts).
     const fs::path regen = dir_ / "regen";
     fs::remove_all(regen);
-    lay_down_contracts(regen, cfg_.contracts_dir);
+    lay_down_contracts(regen, cfg_.contracts_dir, cfg_.withheld_sources);
     auto run = make_run(regen);
     return stage_phase(*run, "regenerate");
   }
@@ -186,7 +220,11 @@ class Round {
       const std::string e = record_.contains(which) ? record_[which].value("evidence", "") : "";
       if (!e.empty()) evidence.push_back(round + "/" + (std::string(which) == "candidate" ? "candidate/" : "regen/") + e);
     }
-    merged = merge_delta(candidate_dir() / "ckb_delta", cfg_.ckb_dir, round, evidence);
+    // The same consolidation `metainfer agents consolidate` runs: knowledge layers only, no new lint error against
+    // the CKB as it is now, then the tagged merge.
+    const Consolidation c = consolidate_delta(candidate_dir() / "ckb_delta", cfg_.ckb_dir, cfg_.repo_root, round, evidence);
+    if (!c.accepted()) return "failed: the delta could not be consolidated into the CKB:\n" + c.describe();
+    merged = c.merged;
     record_["merged"] = merged;
     if (cfg_.after_merge) {
       // Reported, never failing the round: the merge is done and verified; this says whether it was enough.
@@ -229,13 +267,22 @@ std::vector<fs::path> existing_rounds(const fs::path& work) {
   return out;
 }
 
-// The evolution's records as one run: every round's candidate and regeneration directories together.
-void write_evolution_records(const fs::path& work) {
+std::vector<fs::path> round_run_dirs(const fs::path& work) {
   std::vector<fs::path> dirs;
-  json rounds = json::array();
   for (const auto& r : existing_rounds(work)) {
     dirs.push_back(r / "candidate");
     dirs.push_back(r / "regen");
+  }
+  return dirs;
+}
+
+// The evolution's records as one run: every round's candidate and regeneration directories together, and the final
+// summary's run directory.
+void write_evolution_records(const fs::path& work) {
+  std::vector<fs::path> dirs = round_run_dirs(work);
+  dirs.push_back(work / kFinalRunDir);
+  json rounds = json::array();
+  for (const auto& r : existing_rounds(work)) {
     const json rec = json::parse(read_all(r / "round.json"), nullptr, false);
     if (!rec.is_discarded()) rounds.push_back(rec);
   }
@@ -255,19 +302,60 @@ void write_evolution_records(const fs::path& work) {
   if (!coverage.empty()) std::ofstream(work / "summary.md", std::ios::app) << "\n## Coverage after the merge\n\n" << coverage;
 }
 
-EvolutionResult evolve_rounds(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, bool resume);
+// The experiment summariser, in <work>/final/, over the whole evolution: the rounds as evolution.json recorded them
+// (copied into its inputs/) and the figures of every round's run directories.
+void summarise_evolution(const EvolutionConfig& cfg, const BackendFactory& backends, const EvolutionResult& r) {
+  const fs::path final_dir = cfg.work_dir / kFinalRunDir;
+  fs::create_directories(final_dir / "inputs");
+  fs::copy_file(cfg.work_dir / "evolution.json", final_dir / "inputs" / "evolution.json", fs::copy_options::overwrite_existing);
+  AgentRunConfig rc;
+  rc.sandbox.run_dir = final_dir;
+  rc.sandbox.ckb_dir = cfg.ckb_dir;
+  rc.sandbox.command_timeout_s = cfg.command_timeout_s;
+  rc.roles_dir = cfg.ckb_dir / "roles";
+  rc.max_turns = cfg.max_turns;
+  rc.max_tokens = cfg.max_tokens;
+  AgentRun run(rc, backends());
+  std::string outcome = "metainfer evolve: " + r.state + (r.detail.empty() ? "" : " (" + r.detail + ")") + "\n";
+  for (const auto& dir : existing_rounds(cfg.work_dir)) {
+    const json rec = json::parse(read_all(dir / "round.json"), nullptr, false);
+    if (rec.is_discarded()) continue;
+    outcome += "- " + dir.filename().string() + ": " + rec.value("state", std::string("?"));
+    if (rec.contains("detail")) outcome += " (" + rec["detail"].get<std::string>() + ")";
+    for (const char* which : {"candidate", "regenerate"})
+      if (rec.contains(which)) outcome += "; " + std::string(which) + " " + rec[which].value("state", std::string("?"));
+    outcome += "\n";
+  }
+  if (!r.merged_files.empty()) outcome += "Merged into the CKB: " + json(r.merged_files).dump() + "\n";
+  if (!r.coverage_after_merge.is_null()) outcome += "Coverage after the merge: " + r.coverage_after_merge.dump() + "\n";
+  outcome += "Every round's record: inputs/evolution.json.";
+  summarise_experiment(run, outcome, combine_run_records(cfg.work_dir, round_run_dirs(cfg.work_dir)));
+}
+
+EvolutionResult evolve_rounds(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, bool resume,
+                              bool& progressed);
 
 }  // namespace
 
 EvolutionResult evolve(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, bool resume) {
-  EvolutionResult r = evolve_rounds(cfg, backends, gate, resume);
+  bool progressed = false;
+  EvolutionResult r = evolve_rounds(cfg, backends, gate, resume, progressed);
   write_evolution_records(cfg.work_dir);
+  // The run's summary report, when this call ended the evolution (an interrupted one is not over; asking again after
+  // the end changes nothing).
+  if (progressed && r.state != "INTERRUPTED") {
+    summarise_evolution(cfg, backends, r);
+    write_evolution_records(cfg.work_dir);
+  }
+  const fs::path report = fs::path(kFinalRunDir) / kExperimentSummaryFile;
+  if (fs::is_regular_file(cfg.work_dir / report)) r.experiment_summary = report.generic_string();
   return r;
 }
 
 namespace {
 
-EvolutionResult evolve_rounds(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, bool resume) {
+EvolutionResult evolve_rounds(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, bool resume,
+                              bool& progressed) {
   if (cfg.target.empty()) fail("evolve: no target");
   if (!fs::is_directory(cfg.ckb_dir)) fail("evolve: CKB directory ", cfg.ckb_dir.string(), " does not exist");
   if (!cfg.contracts_dir.empty() && !fs::is_directory(cfg.contracts_dir)) fail("evolve: contracts directory ", cfg.contracts_dir.string(), " does not exist");
@@ -308,22 +396,27 @@ EvolutionResult evolve_rounds(const EvolutionConfig& cfg, const BackendFactory& 
         return result;
       }
       current = cfg.work_dir / round_name(int(rounds.size()) + 1);
-      lay_down_contracts(current / "candidate", cfg.contracts_dir);
+      lay_down_contracts(current / "candidate", cfg.contracts_dir, cfg.withheld_sources);
       for (const auto& in : cfg.inputs) {
         fs::create_directories(current / "candidate" / "inputs");
         fs::copy_file(in, current / "candidate" / "inputs" / in.filename(), fs::copy_options::overwrite_existing);
       }
       stage_ckb(cfg.ckb_dir, current / "candidate" / "ckb_delta", current / "staged_ckb");
-      // The previous round's failure analysis seeds this one.
+      // The previous round's failure analysis seeds this one, and its strategy is what the orchestrator updates.
       if (!rounds.empty() && fs::exists(rounds.back() / "candidate" / "failure" / "analysis.md")) {
         fs::create_directories(current / "candidate" / "seed");
         fs::copy_file(rounds.back() / "candidate" / "failure" / "analysis.md", current / "candidate" / "seed" / "failure.md");
       }
-      write_json(current / "round.json", {{"round", current.filename().string()}, {"phase", "explore"}, {"state", "IN_PROGRESS"},
+      if (!rounds.empty() && fs::exists(rounds.back() / "candidate" / kStrategyFile)) {
+        fs::create_directories((current / "candidate" / kStrategyFile).parent_path());
+        fs::copy_file(rounds.back() / "candidate" / kStrategyFile, current / "candidate" / kStrategyFile);
+      }
+      write_json(current / "round.json", {{"round", current.filename().string()}, {"phase", "strategy"}, {"state", "IN_PROGRESS"},
                                           {"explore_switch", to_string(cfg.explore_switch)}});
       result.rounds.push_back(current.filename().string());
     }
     Round round(cfg, backends, gate, current);
+    progressed = true;
     const std::string state = round.run(result.merged_files);
     if (state == "ABSORBED") {
       result.state = "ABSORBED";

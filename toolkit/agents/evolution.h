@@ -1,21 +1,30 @@
 // Knowledge-base evolution (paper section 3 and A.2), as rounds evo-001, evo-002, ... under a work directory:
 //
+//   strategy     the orchestrator writes the round's strategy/strategy.md (from the second round: updates the
+//                previous round's), which the explorer, the consolidator and the candidate's implementer are pointed at
 //   explore      the explorer, with the source switch as configured, writes exploration/ notes
 //   consolidate  the consolidator (switch OFF) writes ckb_delta/; the delta is staged over a copy of the CKB and
 //                must add no lint error
 //   candidate    the stage loop (implementer + gate) in the round's candidate run directory, against the staged CKB
 //   regenerate   switch OFF, a fresh run directory that holds only the test contracts: the stage loop again, from
-//                the staged CKB alone (no notes, no earlier sources)
-//   merge        only now is the delta merged into the CKB, each file tagged with the round and its gate evidence
+//                the staged CKB alone (no notes, no strategy, no earlier sources)
+//   merge        only now is the delta consolidated into the CKB (delta_consolidation.h, the path `metainfer agents
+//                consolidate` takes too), each file tagged with the round and its gate evidence
 //
 // A failed phase goes to the failure analyst, whose report seeds the next round's explorer. A phase stopped by the
 // endpoint (it kept failing) leaves the round IN_PROGRESS: evolve(resume = true) continues at that phase, keeping
 // everything the earlier phases produced. Each round's progress is in evo-NNN/round.json, rewritten after every
 // phase; the work directory's state.json names the target, so a resume cannot continue someone else's evolution.
+// Run directories laid down from an engine directory lose the sources of the stage under evolution
+// (withheld_sources): candidate and regeneration pass only on sources their implementers wrote.
 //
-// Layout: <work>/state.json, <work>/evo-NNN/{round.json, staged_ckb/, candidate/, regen/}; candidate/ and regen/ are
-// run directories (transcripts, metrics.json, summary.md, reports/). Whenever evolve() returns, <work>/metrics.json
-// and <work>/summary.md hold every round's figures together, and <work>/evolution.json each round's state.
+// When a call ends the evolution (ABSORBED, or FAILED with the rounds spent), the experiment summariser writes the
+// run's summary report, <work>/final/experiment/summary.md, from the figures the workflow measured.
+//
+// Layout: <work>/state.json, <work>/evo-NNN/{round.json, staged_ckb/, candidate/, regen/}, <work>/final/; candidate/,
+// regen/ and final/ are run directories (transcripts, metrics.json, summary.md, reports/). Whenever evolve()
+// returns, <work>/metrics.json and <work>/summary.md hold every run directory's figures together, and
+// <work>/evolution.json each round's state.
 #pragma once
 #include <filesystem>
 #include <functional>
@@ -39,6 +48,9 @@ struct EvolutionConfig {
   std::string target;                   // what the CKB lacks and what to build: the explorer's and implementer's brief
   std::vector<std::filesystem::path> inputs;  // files copied into each round's candidate/inputs/ (plan.json, config.json)
   std::string stage = "target";         // the gate that judges candidate and regeneration
+  // Removed from every run directory after the contracts are laid down (run-directory relative): the sources of the
+  // stage under evolution when the contracts are an engine directory, which the implementers must write.
+  std::vector<std::string> withheld_sources;
   std::vector<std::filesystem::path> reference_paths;
   SourceSwitch explore_switch = SourceSwitch::off;
   int max_rounds = 3;
@@ -58,7 +70,11 @@ struct EvolutionResult {
   std::vector<std::string> merged_files;  // when ABSORBED
   nlohmann::json coverage_after_merge;    // when ABSORBED and after_merge was set; null otherwise
   std::string detail;
+  std::string experiment_summary;         // the summariser's report, relative to work_dir ("" when none)
 };
+
+// The run directory of the experiment summariser, inside the work directory.
+inline constexpr const char* kFinalRunDir = "final";
 
 // A fresh backend per run directory (each holds its own connection settings; tests point it at a scripted server).
 using BackendFactory = std::function<std::unique_ptr<LlmBackend>()>;

@@ -7,11 +7,22 @@
 // so SWITCH=OFF holds for commands too; a reference tree that lies under a mounted directory (a Python package in
 // /usr, say) is covered by an empty tmpfs (a file: by /dev/null). readonly_overlays (protected files and directories
 // inside the run directory) are bound again read-only over the writable run directory, so a command cannot rewrite
-// a test contract either; what they cannot cover (a protected directory created later) the hash check catches. Without bubblewrap, `unshare -n` (or `unshare -rn` unprivileged) still
-// removes the network, but the file system is then the host's: the isolation string says so and the metrics record
-// it. That is not enough for SWITCH=OFF with reference trees configured (a command could read them): then
-// require_isolation_for refuses, and the sandbox runs no command. With neither, commands are refused: running an
-// agent's shell with network access is not an option.
+// a test contract either; what they cannot cover (a protected directory created later) the hash check catches.
+//
+// Without bubblewrap the fallback is `unshare -n -m` (`unshare -r -n -m` unprivileged): no network, and a private
+// mount namespace in which, before the command runs, every hidden path (the reference trees) is covered by an empty
+// tmpfs with mode 000 (a file: by /dev/null), and the read-only directories and overlays are bind-mounted read-only;
+// then the command runs under `setpriv` with every capability dropped (bounding set included, no_new_privs), so it
+// cannot unmount or remount what hides the references. A mount that fails stops the command before it runs. The
+// rest of the file system is the host's: the isolation string says so and the metrics record it. Where that mount
+// namespace cannot be set up (plain `unshare -n` only), the fallback cannot hide anything: a command with hidden
+// paths is refused, and require_isolation_for refuses agents' commands whenever reference trees are configured,
+// whatever the source switch (SWITCH=ON lets the explorer read references; the explorer has no shell, and no other
+// role may read them). With no isolation at all, commands are refused: running an agent's shell with network access
+// is not an option.
+//
+// METAINFER_AGENT_ISOLATION=unshare skips bubblewrap and uses the fallback (tests of the fallback; hosts whose
+// bubblewrap misbehaves); =bubblewrap uses bubblewrap or nothing.
 //
 // The environment is clean (PATH, HOME, LANG, CCACHE_DISABLE=1) plus extra_env, never the host's: it may hold API
 // keys. extra_env may override those (the engine gate lets its build read the host's ccache, read-only).
@@ -24,8 +35,6 @@
 #include <string>
 #include <vector>
 
-#include "agents/source_switch.h"
-
 namespace mi::agents {
 
 enum class IsolationKind { bubblewrap, unshare_net, none };
@@ -33,15 +42,17 @@ enum class IsolationKind { bubblewrap, unshare_net, none };
 struct Isolation {
   IsolationKind kind = IsolationKind::none;
   std::string description;
+  bool hides_paths = false;  // hidden paths are out of the command's reach (bubblewrap; unshare with its mount namespace)
 };
 
-// Probed once per process (each probe runs `true` under the candidate).
+// Probed once per process per kind (each probe runs `true` under the candidate, hiding a directory for the
+// fallback); METAINFER_AGENT_ISOLATION chooses as above.
 const Isolation& command_isolation();
 
 // Throws mi::Error naming the missing isolation when `isolation` cannot keep agents' commands away from the reference
-// trees: the switch is off, reference paths are configured, and there is no bubblewrap (only `unshare -n`, which
-// confines the network and not the file system).
-void require_isolation_for(const Isolation& isolation, SourceSwitch source_switch, bool references_configured);
+// trees: reference paths are configured and the isolation cannot hide paths (plain `unshare -n`, which confines the
+// network and not the file system). The source switch does not matter: no role with a shell may read references.
+void require_isolation_for(const Isolation& isolation, bool references_configured);
 
 struct CommandResult {
   int exit_code = -1;
@@ -51,7 +62,7 @@ struct CommandResult {
   double wall_s = 0;
 };
 
-// Throws mi::Error when no isolation works here.
+// Throws mi::Error when no isolation works here, or when hidden_paths is not empty and the isolation cannot hide them.
 CommandResult run_isolated_command(const std::string& command, const std::filesystem::path& run_dir,
                                    const std::vector<std::filesystem::path>& readonly_dirs, double timeout_s,
                                    std::size_t max_output_bytes,

@@ -95,14 +95,18 @@ fs::path export_skill(const fs::path& dir, const fs::path& ckb_dir, const fs::pa
       "3. Knowledge-base evolution, in rounds evo-NNN: the explorer writes notes on each gap; the consolidator turns them "
       "into CKB entries under a staged delta; the implementer builds a candidate against the CKB plus the delta, judged "
       "by the gates; then, with references off, regenerate from the CKB alone in a fresh directory and run the gates "
-      "again; only then merge the delta (`scripts/ckb-check.sh` must stay clean). A failure goes to the failure analyst, "
+      "again; only then merge the delta with `scripts/consolidate.sh --delta RUN/ckb_delta --round evo-NNN --evidence "
+      "REGEN/reports/verification.json` (it refuses a delta outside the knowledge layers or one that adds lint errors). "
+      "A failure goes to the failure analyst, "
       "whose report seeds the next round. `scripts/agents.sh evolve --constraints CONSTRAINTS.toml --work-dir W "
       "--contracts DIR ...` runs all of this itself.\n"
-      "4. Experience: after a verified repair or optimisation, the experiment summariser writes an experience entry.\n\n"
+      "4. Strategy and summary: the orchestrator writes `strategy/strategy.md` before the other roles start (they read it "
+      "first); when the run is over, the experiment summariser writes `experiment/summary.md` from the figures you "
+      "measured (never from the agents' own account) and names the experience worth an entry.\n\n"
       "## Roles\n\n" + role_list +
       "\n## Scripts\n\n"
       "Each calls `metainfer` (`$METAINFER`, else the binary this skill was exported from): `coverage.sh`, "
-      "`generate.sh`, `verify.sh`, `ckb-check.sh`, `protect.sh`, `check-protected.sh`, `agents.sh`.\n";
+      "`generate.sh`, `verify.sh`, `ckb-check.sh`, `protect.sh`, `check-protected.sh`, `consolidate.sh`, `agents.sh`.\n";
   write_file(root / "SKILL.md", skill_md);
 
   for (const auto& r : roles) write_file(root / "references" / "roles" / (r.id + ".md"), role_reference(r));
@@ -125,6 +129,11 @@ fs::path export_skill(const fs::path& dir, const fs::path& ckb_dir, const fs::pa
        "protect.sh RUN_DIR", "exec \"$METAINFER\" agents protect --run-dir \"$1\""},
       {"check-protected.sh", "Before every gate: fail if a protected file changed since protect.sh.",
        "check-protected.sh RUN_DIR", "exec \"$METAINFER\" agents protect --run-dir \"$1\" --check"},
+      {"consolidate.sh",
+       "Merge a staged CKB delta into the CKB, only after the SWITCH=OFF regeneration passed its gates (knowledge layers "
+       "only, no new lint error; each file tagged with the round and the evidence).",
+       "consolidate.sh --delta RUN/ckb_delta --round evo-NNN --evidence REGEN/reports/verification.json [--ckb DIR]",
+       "exec \"$METAINFER\" agents consolidate \"$@\""},
       {"agents.sh", "The roles run by metainfer's own orchestrator and tool sandbox.",
        "agents.sh converse|stage|evolve [flags]", "exec \"$METAINFER\" agents \"$@\""},
   };

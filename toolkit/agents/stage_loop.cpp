@@ -37,13 +37,18 @@ std::string implementer_task(const StageSpec& stage, int round, const std::strin
 
 }  // namespace
 
-GateRunner script_gate(double timeout_s, std::size_t max_evidence_bytes) {
+GateRunner script_gate(double timeout_s, std::size_t max_evidence_bytes, std::vector<fs::path> hidden) {
   return [=](const fs::path& run_dir, const std::string& stage) -> GateOutcome {
     const std::string script = "gates/" + stage + ".sh";
     if (!fs::is_regular_file(run_dir / script)) return {false, "gate script " + script + " does not exist"};
-    // The gate runs agent-written code: no network, and the protected paths read-only, as for agents' commands.
-    const CommandResult r = run_isolated_command("bash " + script, run_dir, {}, timeout_s, max_evidence_bytes, {},
-                                                 protected_mount_points(run_dir));
+    // The gate runs agent-written code: no network, the protected paths read-only and the references hidden, as for
+    // agents' commands.
+    CommandResult r;
+    try {
+      r = run_isolated_command("bash " + script, run_dir, {}, timeout_s, max_evidence_bytes, hidden, protected_mount_points(run_dir));
+    } catch (const Error& e) {
+      return {false, std::string("gate ") + script + " not run: " + e.what()};
+    }
     std::string head = r.timed_out ? "gate " + script + " timed out after " + std::to_string(int(timeout_s)) + " s"
                                    : "gate " + script + ": exit status " + std::to_string(r.exit_code);
     return {!r.timed_out && r.exit_code == 0, head + "\n" + r.output};

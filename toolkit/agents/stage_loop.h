@@ -28,9 +28,11 @@ struct GateOutcome {
 using GateRunner = std::function<GateOutcome(const std::filesystem::path& run_dir, const std::string& stage)>;
 
 // The gate of a protected script: runs gates/<stage>.sh in the run directory with the same isolation as agents'
-// commands (no network, it builds and runs agent-written code), passing on exit status 0; evidence is the status and
-// the output's tail. A missing script is a failure that says so.
-GateRunner script_gate(double timeout_s = 600, std::size_t max_evidence_bytes = 16 * 1024);
+// commands (no network, the reference trees `hidden` as for them: it builds and runs agent-written code), passing on
+// exit status 0; evidence is the status and the output's tail. A missing script, or no isolation that can hide the
+// references, is a failure that says so.
+GateRunner script_gate(double timeout_s = 600, std::size_t max_evidence_bytes = 16 * 1024,
+                       std::vector<std::filesystem::path> hidden = {});
 
 struct StageSpec {
   std::string id;         // also the gate's name

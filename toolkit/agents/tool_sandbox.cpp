@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agents/command_paths.h"
 #include "agents/isolated_command.h"
 #include "agents/line_delta.h"
 #include "agents/path_glob.h"
@@ -20,11 +21,6 @@ namespace {
 
 constexpr const char* kCkbPrefix = "@ckb";
 constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t(64) << 20;
-
-bool within(const fs::path& p, const fs::path& root) {
-  const fs::path rel = p.lexically_relative(root);
-  return !rel.empty() && *rel.begin() != "..";
-}
 
 std::string read_all(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -91,15 +87,15 @@ ToolSandbox::Resolved ToolSandbox::resolve(const std::string& text) const {
   r.path = fs::weakly_canonical(raw, ec);
   if (ec) r.path = raw.lexically_normal();
   for (const auto& ref : references_)
-    if (r.path == ref || within(r.path, ref)) {
+    if (path_within(r.path, ref)) {
       r.area = Area::reference;
       r.shown = r.path.string();
       return r;
     }
-  if (r.path == config_.run_dir || within(r.path, config_.run_dir)) {
+  if (path_within(r.path, config_.run_dir)) {
     r.area = Area::run;
     r.shown = r.path == config_.run_dir ? "." : r.path.lexically_relative(config_.run_dir).generic_string();
-  } else if (!config_.ckb_dir.empty() && (r.path == config_.ckb_dir || within(r.path, config_.ckb_dir))) {
+  } else if (!config_.ckb_dir.empty() && path_within(r.path, config_.ckb_dir)) {
     r.area = Area::ckb;
     r.shown = std::string(kCkbPrefix) + (r.path == config_.ckb_dir ? "" : "/" + r.path.lexically_relative(config_.ckb_dir).generic_string());
   } else {
@@ -343,21 +339,18 @@ ToolOutcome ToolSandbox::edit_file(const AgentRoleSpec& role, const json& a) {
 ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   if (!has_string(a, "command") || a["command"].get<std::string>().empty()) return error("run_command needs a non-empty string 'command'");
   const std::string command = a["command"];
-  // Reference trees are not mounted, so a command cannot read them; one that names them is still an attempt to, and
-  // is refused and counted like read_file's (never run: no isolation fallback gets the chance to expose them). No
-  // role with run_command may read references, so this holds whatever the switch says.
-  for (std::size_t i = 0; i < references_.size(); ++i)
-    for (std::string named : {references_[i].string(), config_.reference_paths[i].string()}) {
-      while (named.size() > 1 && named.back() == '/') named.pop_back();
-      if (!named.empty() && command.find(named) != std::string::npos)
-        return refuse(role, "run_command", named, "reference_path", "the command names the reference source tree " + named);
-    }
+  // Reference trees are hidden from commands, so a command cannot read them; one that names them is still an attempt
+  // to, and is refused and counted like read_file's (never run). Judged by canonical paths (command_paths.h), not
+  // by text. No role with run_command may read references, so this holds whatever the switch says.
+  if (const auto named = named_reference_tree(command, config_.run_dir, references_))
+    return refuse(role, "run_command", named->string(), "reference_path", "the command names the reference source tree " + named->string());
   double timeout = config_.command_timeout_s;
   if (a.contains("timeout_s") && a["timeout_s"].is_number()) timeout = std::clamp(a["timeout_s"].get<double>(), 1.0, config_.command_timeout_s);
   std::vector<fs::path> readonly;
   if (!config_.ckb_dir.empty() && fs::is_directory(config_.ckb_dir)) readonly.push_back(config_.ckb_dir);
-  // Refuses (throws) without an isolation that keeps the switch; before the snapshot, so nothing is read for naught.
-  require_isolation_for(command_isolation(), config_.source_switch, !references_.empty());
+  // Refuses (throws) without an isolation that can hide the references; before the snapshot, so nothing is read for
+  // naught.
+  require_isolation_for(command_isolation(), !references_.empty());
   const RunDirSnapshot before = snapshot_run_dir(config_.run_dir);
   const CommandResult r = run_isolated_command(command, config_.run_dir, readonly, timeout, config_.max_output_bytes,
                                                references_, protected_mount_points(config_.run_dir));

@@ -38,7 +38,7 @@ int run_agents_generation(const ckb::Ckb& ckb, const coverage::Plan& plan, const
   auto run = make_agent_run(o.llm, engine.dir);
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  const agents::EngineGateOptions gate_options{self, ckb::default_repo_root(), o.gate_timeout_s};
+  const agents::EngineGateOptions gate_options{self, ckb::default_repo_root(), o.gate_timeout_s, 16 * 1024, reference_trees(o.llm)};
   const int threads = plan.threads;
   if (!json) std::cerr << "metainfer generate --backend agents: " << stages.size() << " stage(s) in " << engine.dir.string() << "\n";
   const agents::EngineGenerationResult r = agents::generate_engine_with_agents(
@@ -72,6 +72,9 @@ int run_agents_generation(const ckb::Ckb& ckb, const coverage::Plan& plan, const
                                                          : nlohmann::json(nullptr)},
                         {"report", (engine.dir / "reports" / "verification.json").string()},
                         {"metrics", (engine.dir / "metrics.json").string()},
+                        {"strategy", r.strategy.empty() ? nlohmann::json(nullptr) : nlohmann::json((engine.dir / r.strategy).string())},
+                        {"experiment_summary", r.experiment_summary.empty() ? nlohmann::json(nullptr)
+                                                                            : nlohmann::json((engine.dir / r.experiment_summary).string())},
                         {"detail", r.detail}}
              .dump()
       << "\n";

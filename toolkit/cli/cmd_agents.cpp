@@ -3,6 +3,8 @@
 //   stage:    the implementer (and optionally the spec reviewer) in repair rounds until the stage's protected gate
 //             script gates/<stage>.sh passes, or the rounds run out.
 //   protect:  hash a run directory's test contracts and gate scripts, or (--check) verify them before a gate.
+//   consolidate: merge a CKB delta into the CKB (the path evolve's merge phase takes), for a harness that ran the
+//             gates itself (the exported skill's scripts/consolidate.sh).
 //   evolve:   knowledge-base evolution rounds (cmd_evolve.cpp, the same implementation as `metainfer evolve`), also
 //             with a free-text target; --resume continues an interrupted one.
 // Both write transcripts/, metrics.json and summary.md in the run directory, and print one JSON line last.
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/agent_run.h"
+#include "agents/delta_consolidation.h"
 #include "agents/engine_gate.h"
 #include "agents/protected_files.h"
 #include "agents/stage_loop.h"
@@ -99,8 +102,9 @@ void register_agents_command(CLI::App& app, int& exit_code) {
     }
     std::error_code ec;
     const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    const agents::GateRunner gate = s->engine_gate ? agents::engine_stage_gate({self, ckb::default_repo_root(), s->gate_timeout_s})
-                                                   : agents::script_gate(s->gate_timeout_s);
+    const agents::GateRunner gate =
+        s->engine_gate ? agents::engine_stage_gate({self, ckb::default_repo_root(), s->gate_timeout_s, 16 * 1024, reference_trees(s->llm)})
+                       : agents::script_gate(s->gate_timeout_s, 16 * 1024, reference_trees(s->llm));
     const agents::StageResult r = agents::run_stage(*run, {s->stage, objective, s->rounds, s->review}, gate);
     nlohmann::json rounds = nlohmann::json::array();
     for (const auto& x : r.rounds) rounds.push_back({{"round", x.round}, {"gate", x.gate}, {"implementer", x.implementer}, {"evidence", x.evidence_file}});
@@ -133,6 +137,33 @@ void register_agents_command(CLI::App& app, int& exit_code) {
     std::cout << nlohmann::json{{"clean", r.clean()}, {"modified", r.modified}, {"missing", r.missing}, {"added", r.added}}.dump() << "\n";
     if (!r.clean()) std::cerr << "metainfer agents: protected files changed: " << r.describe() << "\n";
     exit_code = r.clean() ? kExitOk : kExitFailure;
+  });
+
+  auto* consolidate = agents_cmd->add_subcommand(
+      "consolidate", "Merge a CKB delta into the CKB (after its SWITCH=OFF regeneration passed the gates), as evolve's merge does");
+  struct ConsolidateOptions {
+    std::string delta, round, ckb_dir = ckb::default_ckb_dir().string();
+    std::vector<std::string> evidence;
+  };
+  auto k = std::make_shared<ConsolidateOptions>();
+  consolidate->add_option("--delta", k->delta, "the delta directory (a run's ckb_delta/: contracts/, families/, experience/, ...)")->required();
+  consolidate->add_option("--round", k->round, "the round the delta comes from, e.g. evo-001 (tags every merged file)")->required();
+  consolidate->add_option("--evidence", k->evidence, "a gate report that passed on the regeneration from the CKB alone (repeatable)")->required();
+  consolidate->add_option("--ckb", k->ckb_dir, "the CKB to merge into")->capture_default_str();
+  consolidate->callback([k, &exit_code] {
+    if (!fs::is_directory(k->delta)) fail("--delta: '", k->delta, "' is not a directory");
+    if (!fs::is_directory(k->ckb_dir)) fail("--ckb: '", k->ckb_dir, "' is not a directory");
+    if (k->round.empty() || k->round.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != std::string::npos)
+      fail("--round: '", k->round, "' must be letters, digits, '.', '_' or '-' (e.g. evo-001)");
+    for (const auto& e : k->evidence)
+      if (!fs::is_regular_file(e)) fail("--evidence: '", e, "' is not a file");
+    const agents::Consolidation c = agents::consolidate_delta(k->delta, k->ckb_dir, ckb::default_repo_root(), k->round, k->evidence);
+    if (!c.accepted()) std::cerr << "metainfer agents consolidate: refused, nothing merged:\n" << c.describe();
+    else std::cerr << "metainfer agents consolidate: merged " << c.merged.size() << " file(s) into " << k->ckb_dir << "\n";
+    std::cout << nlohmann::json{{"state", c.accepted() ? "MERGED" : "REFUSED"}, {"merged", c.merged}, {"refused", c.refused},
+                                {"lint_errors", c.lint_errors}, {"ckb", k->ckb_dir}}.dump()
+              << "\n";
+    exit_code = c.accepted() ? kExitOk : kExitFailure;
   });
 
   auto* evolve = agents_cmd->add_subcommand("evolve", "Knowledge-base evolution rounds until the SWITCH=OFF regeneration passes and the delta is merged");

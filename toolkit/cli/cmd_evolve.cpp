@@ -3,8 +3,9 @@
 // the plan's gaps are the brief, plan.json and the checkpoint's config.json are each round's inputs, and the rounds
 // of toolkit/agents/evolution.h run: the delta reaches the CKB only after the SWITCH=OFF regeneration passes.
 // The candidate and the regeneration are judged by the real engine gate (metainfer verify --only L1_stage:<stage>)
-// when their run directory is an engine directory (--contracts names one, laid down by `generate --no-verify`),
-// and by the protected script gates/<stage>.sh otherwise.
+// when their run directory is an engine directory (--contracts names one, laid down by `generate --no-verify`; the
+// stage's own sources are withheld from both, so their implementers must write them), and by the protected script
+// gates/<stage>.sh otherwise.
 // `metainfer agents evolve` is the same implementation with a free-text target allowed.
 #include <fstream>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/engine_gate.h"
+#include "agents/engine_generation.h"
 #include "agents/evolution.h"
 #include "ckb/ckb.h"
 #include "cli/commands.h"
@@ -93,6 +95,11 @@ int run_evolve(const EvolveOptions& e) {
   cfg.ckb_dir = e.llm.ckb_dir;
   cfg.repo_root = ckb::default_repo_root();
   cfg.contracts_dir = e.contracts;
+  if (engine_contracts) {
+    // The stage's own sources are not handed over: candidate and regeneration must write them.
+    for (const auto& b : agents::engine_stage_briefs(ckb::load(e.llm.ckb_dir), e.contracts))
+      if (b.stage == e.stage) cfg.withheld_sources = b.files;
+  }
   cfg.target = target;
   cfg.stage = e.stage;
   for (const auto& r : e.llm.references) cfg.reference_paths.push_back(r);
@@ -112,7 +119,7 @@ int run_evolve(const EvolveOptions& e) {
   }
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  const agents::GateRunner gate = agents::engine_or_script_gate({self, ckb::default_repo_root(), e.gate_timeout_s}, e.gate_timeout_s);
+  const agents::GateRunner gate = agents::engine_or_script_gate({self, ckb::default_repo_root(), e.gate_timeout_s, 16 * 1024, reference_trees(e.llm)}, e.gate_timeout_s);
   const agents::EvolutionResult r = agents::evolve(cfg, [bc] { return agents::make_backend(bc); }, gate, e.resume);
   std::cerr << "metainfer evolve: " << r.state << (r.detail.empty() ? "" : " (" + r.detail + ")") << "; records in "
             << cfg.work_dir.string() << "\n";
@@ -123,7 +130,9 @@ int run_evolve(const EvolveOptions& e) {
               << "\n";
   std::cout << nlohmann::json{{"state", r.state}, {"rounds", r.rounds}, {"merged", r.merged_files}, {"detail", r.detail},
                               {"work_dir", cfg.work_dir.string()}, {"gate", engine_contracts ? "engine" : "script"},
-                              {"coverage_after_merge", r.coverage_after_merge}}.dump()
+                              {"coverage_after_merge", r.coverage_after_merge},
+                              {"experiment_summary", r.experiment_summary.empty() ? nlohmann::json(nullptr)
+                                                                                  : nlohmann::json((cfg.work_dir / r.experiment_summary).string())}}.dump()
             << "\n";
   return r.state == "ABSORBED" ? kExitOk : kExitFailure;
 }

@@ -122,6 +122,12 @@ agents::BackendConfig backend_config(const LlmFlags& f) {
   return bc;
 }
 
+std::vector<fs::path> reference_trees(const LlmFlags& f) {
+  std::vector<fs::path> out;
+  for (const auto& r : f.references) out.push_back(fs::weakly_canonical(fs::absolute(r)));
+  return out;
+}
+
 std::unique_ptr<agents::AgentRun> make_agent_run(const LlmFlags& f, const fs::path& run_dir) {
   if (!fs::is_directory(run_dir)) fail("--run-dir: '", run_dir.string(), "' is not a directory");
   const agents::BackendConfig bc = backend_config(f);

@@ -41,6 +41,9 @@ std::vector<std::string> given_llm_flags(const CLI::App* cmd);
 // not set or an endpoint/model that is missing.
 agents::BackendConfig backend_config(const LlmFlags& flags);
 
+// The --reference trees, canonical (symlinks resolved): what the gates hide from the agent-written code they run.
+std::vector<std::filesystem::path> reference_trees(const LlmFlags& flags);
+
 // An agent run in an existing run directory, with the flags' sandbox settings and a fresh backend.
 std::unique_ptr<agents::AgentRun> make_agent_run(const LlmFlags& flags, const std::filesystem::path& run_dir);
 

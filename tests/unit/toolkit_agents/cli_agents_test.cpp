@@ -77,10 +77,12 @@ TEST(AgentCli, EvolveAbsorbsARoundAndResumeReportsIt) {
   };
   const json done = {{"respond", {{"text", "done"}}}};
   mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+      write_step("strategy/strategy.md", "Learn the answer, then write it.\n"), done,         // orchestrator
       write_step("exploration/notes.md", "The answer is 42.\n"), done,                      // explorer
       write_step("ckb_delta/experience/answer.md", "The answer is 42.\n"), done,            // consolidator
       write_step("src/answer.txt", "42\n"), done,                                          // candidate
       write_step("src/answer.txt", "42\n"), done,                                          // regeneration
+      write_step("experiment/summary.md", "Absorbed in one round.\n"), done,                // experiment summariser
   })}});
   const std::vector<std::string> args = {"agents", "evolve", "--work-dir", work.string(), "--target", "Learn the answer.",
                                          "--contracts", contracts.string(), "--ckb", ckb.string(), "--llm-url",
@@ -90,13 +92,14 @@ TEST(AgentCli, EvolveAbsorbsARoundAndResumeReportsIt) {
   EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
   EXPECT_EQ(mi_test::last_json_line(r.out)["state"], "ABSORBED") << r.out << r.err;
   EXPECT_TRUE(fs::exists(ckb / "experience/answer.md"));
+  EXPECT_EQ(mi_test::last_json_line(r.out)["experiment_summary"], (work / "final/experiment/summary.md").string());
   // Again without --resume: refused (exit 2); with it: the recorded result, no new request.
   EXPECT_EQ(mi_test::metainfer(args).exit_code, 2);
   std::vector<std::string> resume = args;
   resume.push_back("--resume");
   const auto again = mi_test::metainfer(resume);
   EXPECT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_EQ(server.requests().size(), 8u);
+  EXPECT_EQ(server.requests().size(), 12u);
 }
 
 TEST(AgentCli, EvolveIsEnteredOnlyWhenCoverageFails) {
@@ -105,6 +108,8 @@ TEST(AgentCli, EvolveIsEnteredOnlyWhenCoverageFails) {
   write(contracts / "gates/target.sh", "exit 1\n");
   // Covered: nothing to evolve, no request.
   mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+      {{"expect", {{"system_contains", "main agent"}, {"body_contains", {"gated_deltanet", "inputs/"}}}},
+       {"respond", {{"text", "No strategy file this time."}}}},
       {{"expect", {{"system_contains", "exploration agent"}, {"body_contains", {"gated_deltanet", "inputs/plan.json"}}}},
        {"respond", {{"tool_calls", {call("r", "read_file", {{"path", "inputs/config.json"}})}}}}},
       {{"expect", {{"body_contains", {"Qwen9HybridForCausalLM"}}}}, {"respond", {{"text", "Read the config."}}}},
@@ -130,9 +135,10 @@ TEST(AgentCli, EvolveIsEnteredOnlyWhenCoverageFails) {
   const auto g = mi_test::metainfer(gap, 60);
   EXPECT_EQ(g.exit_code, 1) << g.out << g.err;
   EXPECT_EQ(mi_test::last_json_line(g.out)["state"], "INTERRUPTED") << g.out;
-  // The explorer's two requests matched; the consolidator's found the script exhausted, as planned.
+  // The orchestrator's request and the explorer's two matched; the consolidator's found the script exhausted, as
+  // planned.
   ASSERT_EQ(server.failures().size(), 1u) << ::testing::PrintToString(server.failures());
-  EXPECT_NE(server.failures()[0].find("request 3 (openai): the script has no step left"), std::string::npos);
+  EXPECT_NE(server.failures()[0].find("request 4 (openai): the script has no step left"), std::string::npos);
   EXPECT_TRUE(fs::exists(dir / "w2/evo-001/candidate/inputs/plan.json"));
 }
 

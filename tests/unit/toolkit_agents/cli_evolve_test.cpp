@@ -2,13 +2,15 @@
 // endpoint on loopback: entered only when coverage fails (the plan's gaps are the brief; plan.json and config.json
 // the inputs), a delta that is consolidated and passes the candidate gate is NOT merged while the SWITCH=OFF
 // regeneration fails; the failure analyst's report seeds the next round; an endpoint that stops mid-round leaves it
-// resumable; the resumed round is absorbed and only then is the delta in the CKB. The first test's gate is a
-// protected script; RoundsOverAnEngineAreJudgedByTheRealStageGate runs the rounds over an engine under the real L1
-// stage gate (four engine builds).
+// resumable; the resumed round is absorbed and only then is the delta in the CKB. Each round starts with the
+// orchestrator's strategy, and the evolution ends with the experiment summariser's report. The first test's gate is
+// a protected script; RoundsOverAnEngineAreJudgedByTheRealStageGate runs the rounds over an engine under the real L1
+// stage gate (four engine builds, one of them failing).
 #include <gtest/gtest.h>
 
 #include "../toolkit_support.h"
 #include "agents/engine_gate.h"
+#include "agents/engine_generation.h"
 #include "agents/isolated_command.h"
 #include "agents_test_support.h"
 #include "scripted_llm_server.h"
@@ -59,6 +61,9 @@ TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinue
   // nothing is merged; the failure analyst writes its report.
   {
     mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+        write_step("strategy/strategy.md", "Learn the answer for Qwen9Hybrid.\n",
+                   {{"system_contains", "main agent"}, {"body_contains", {"Coverage detection found", "Qwen9HybridForCausalLM"}}}),
+        kDone,
         write_step("exploration/notes.md", "Qwen9Hybrid: the answer is 42.\n",
                    {{"system_contains", "exploration agent"}, {"body_contains", {"Coverage detection found", "inputs/plan.json", "Qwen9HybridForCausalLM"}}}),
         kDone,
@@ -67,6 +72,9 @@ TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinue
         write_step("src/answer.txt", "41\n", {{"body_contains", {"knowledge base only"}}}), kDone,  // regeneration: fails
         write_step("failure/analysis.md", "The regeneration wrote 41: the delta must say 42 plainly.\n",
                    {{"system_contains", "failure-analysis agent"}, {"body_contains", {"src/answer.txt must hold 42"}}}),
+        kDone,
+        write_step("experiment/summary.md", "Round 1 failed its regeneration.\n",
+                   {{"system_contains", "experiment-summary agent"}, {"body_contains", {"FAILED:regenerate", "Figures measured by the workflow"}}}),
         kDone,
     })}});
     const auto r = evolve(server, {"--max-rounds", "1"});
@@ -83,6 +91,9 @@ TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinue
   // Round 2, first session: the endpoint stops after the explorer: the round is left resumable.
   {
     mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+        write_step("strategy/strategy.md", "Say 42 plainly this time.\n",
+                   {{"body_contains", {"previous round's strategy", "seed/failure.md"}}}),
+        kDone,
         write_step("exploration/notes.md", "Say 42 plainly.\n", {{"body_contains", {"seed/failure.md", "must say 42 plainly"}}}),
         kDone,
     })}});
@@ -102,8 +113,9 @@ TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinue
     mi_test::ScriptedLlmServer server(json{{"steps", json::array({
         write_step("ckb_delta/experience/qwen9_hybrid.md", "The answer is 42, plainly.\n", {{"system_contains", "consolidation agent"}}),
         write_step("ckb_delta/families/qwen3_next.toml", family), kDone,
+        write_step("src/answer.txt", "42\n", {{"body_contains", {"strategy/strategy.md"}}}), kDone,
         write_step("src/answer.txt", "42\n"), kDone,
-        write_step("src/answer.txt", "42\n"), kDone,
+        write_step("experiment/summary.md", "Absorbed in round 2.\n", {{"body_contains", {"ABSORBED", "evo-002"}}}), kDone,
     })}});
     const auto r = evolve(server, {"--resume", "--max-rounds", "2"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -120,8 +132,11 @@ TEST(Evolve, DeltaMergedOnlyAfterTheSwitchOffRegenerationPassesAndResumeContinue
     EXPECT_EQ(json::parse(slurp(work / "evo-002/round.json"))["coverage_after_merge"]["covered"], true);
     EXPECT_NE(slurp(work / "summary.md").find("evo-002: the merged CKB covers the target"), std::string::npos) << slurp(work / "summary.md");
   }
+  // 6 + 1 (the summary), then 3 (the third, the consolidator, stopped by the endpoint), then 3 + 1.
   const json metrics = json::parse(slurp(work / "metrics.json"));
-  EXPECT_EQ(metrics["totals"]["agents_started"], 10) << metrics.dump(2);  // 5 + 1 + 4 conversations over three sessions
+  EXPECT_EQ(metrics["totals"]["agents_started"], 14) << metrics.dump(2);
+  EXPECT_EQ(slurp(work / "final/experiment/summary.md"), "Absorbed in round 2.\n");
+  EXPECT_EQ(slurp(work / "evo-002/candidate/strategy/strategy.md"), "Say 42 plainly this time.\n");
 }
 
 TEST(Evolve, ACoveredTargetNeedsNoRoundUnlessForced) {
@@ -157,10 +172,11 @@ TEST(Evolve, ACoveredTargetNeedsNoRoundUnlessForced) {
   EXPECT_NE(b.err.find("tests/stage_kernel_test.cpp"), std::string::npos) << b.err;
 }
 
-// Evolution over an engine: --contracts is an engine directory (generate --no-verify) whose RMSNorm kernel is broken,
-// so the CKB's draft alone does not pass; candidate and regeneration are judged by the real L1 stage gate (the engine
-// is built for each). Round 1: the candidate repairs the kernel and passes, the regeneration does nothing and fails:
-// nothing merged. Round 2 (resumed): both repair it, and only then is the delta merged.
+// Evolution over an engine: --contracts is an engine directory (generate --no-verify); candidate and regeneration
+// are judged by the real L1 stage gate (the engine is built for each), and both start without the stage's own
+// sources (withheld), so the CKB's draft alone passes nothing. Round 1: the candidate writes them and passes, the
+// regeneration writes nothing and fails: nothing merged. Round 2 (resumed): both write them, and only then is the
+// delta merged.
 TEST(Evolve, RoundsOverAnEngineAreJudgedByTheRealStageGate) {
   if (mi::agents::command_isolation().kind != mi::agents::IsolationKind::bubblewrap) GTEST_SKIP() << "the engine gate runs under bubblewrap";
   mi_test::TempDir dir("evolve-engine");
@@ -169,12 +185,16 @@ TEST(Evolve, RoundsOverAnEngineAreJudgedByTheRealStageGate) {
   const std::string model = mi_test::golden("qwen3-tiny").string();
   const auto gen = mi_test::metainfer({"generate", "--model", model, "--platform", "x86-64-avx2", "-o", engine.string(), "--no-verify"});
   ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
-  const std::string kernel = "src/kernels/avx2/avx2.cpp", good = "sum_sq / float(n) + eps", bad = "sum_sq + eps";
-  std::string text = slurp(engine / kernel);
-  ASSERT_NE(text.find(good), std::string::npos);
-  text.replace(text.find(good), good.size(), bad);
-  write(engine / kernel, text);
-  const json repair = {{"respond", {{"tool_calls", {call("e", "edit_file", {{"path", kernel}, {"old", bad}, {"new", good}})}}}}};
+  // The stage's own files, written by the scripted implementer with the contents the generator gave them.
+  std::vector<std::string> files;
+  for (const auto& b : mi::agents::engine_stage_briefs(mi::ckb::load(ckb), engine))
+    if (b.stage == "basic_execution") files = b.files;
+  ASSERT_FALSE(files.empty());
+  const std::string kernel = "src/kernels/avx2/avx2.cpp";
+  ASSERT_NE(std::find(files.begin(), files.end(), kernel), files.end());
+  json writes = json::array();
+  for (const auto& f : files) writes.push_back(call("w" + std::to_string(writes.size()), "write_file", {{"path", f}, {"content", slurp(engine / f)}}));
+  const json write_sources = {{"expect", {{"body_contains", {"not in the run directory", kernel}}}}, {"respond", {{"tool_calls", writes}}}};
   const fs::path merged = ckb / "experience/rmsnorm_mean.md";
   const std::string delta = "# RMSNorm divides the sum of squares by n.\n";
   auto evolve = [&](const mi_test::ScriptedLlmServer& server, std::vector<std::string> extra) {
@@ -186,12 +206,14 @@ TEST(Evolve, RoundsOverAnEngineAreJudgedByTheRealStageGate) {
   };
   {
     mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+        write_step("strategy/strategy.md", "Write the basic execution sources.\n"), kDone,
         write_step("exploration/notes.md", "RMSNorm: mean of squares.\n"), kDone,
         write_step("ckb_delta/experience/rmsnorm_mean.md", delta), kDone,
-        repair, kDone,                                                                   // candidate: repaired, passes
-        {{"respond", {{"text", "Nothing to change."}}}},                                  // regeneration: fails
-        write_step("failure/analysis.md", "The regeneration left RMSNorm broken.\n", {{"body_contains", {"FAILED L1_stage:basic_execution"}}}),
+        write_sources, kDone,                                                            // candidate: written, passes
+        {{"respond", {{"text", "Nothing to change."}}}},                                  // regeneration: silent, fails
+        write_step("failure/analysis.md", "The regeneration wrote no source.\n", {{"body_contains", {"verification state: FAILED"}}}),
         kDone,
+        {{"respond", {{"text", "No report."}}}},                                          // experiment summariser
     })}});
     const auto r = evolve(server, {"--max-rounds", "1"});
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -202,14 +224,20 @@ TEST(Evolve, RoundsOverAnEngineAreJudgedByTheRealStageGate) {
     EXPECT_FALSE(fs::exists(merged));
     const std::string candidate = slurp(work / "evo-001/candidate/reports/basic_execution/round-0.txt");
     EXPECT_NE(candidate.find("PASSED L1_stage:basic_execution"), std::string::npos) << candidate;
-    EXPECT_NE(slurp(work / "evo-001/regen/reports/basic_execution/round-0.txt").find("FAILED L1_stage:basic_execution"), std::string::npos);
+    const std::string regen = slurp(work / "evo-001/regen/reports/basic_execution/round-0.txt");
+    EXPECT_NE(regen.find("verification state: FAILED"), std::string::npos) << regen;
+    EXPECT_EQ(regen.find("PASSED L1_stage:basic_execution"), std::string::npos) << regen;
+    EXPECT_FALSE(fs::exists(work / "evo-001/regen" / kernel));  // withheld, and the silent implementer wrote nothing
+    EXPECT_TRUE(fs::exists(work / "evo-001/regen/src/model.h"));  // a later stage's draft stays: B0 builds it
   }
   {
     mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+        write_step("strategy/strategy.md", "The regeneration must write the sources too.\n"), kDone,
         write_step("exploration/notes.md", "Repair RMSNorm in the regeneration too.\n", {{"body_contains", {"seed/failure.md"}}}), kDone,
         write_step("ckb_delta/experience/rmsnorm_mean.md", delta), kDone,
-        repair, kDone,
-        repair, kDone,
+        write_sources, kDone,
+        write_sources, kDone,
+        {{"respond", {{"text", "No report."}}}},
     })}});
     const auto r = evolve(server, {"--resume", "--max-rounds", "2"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;

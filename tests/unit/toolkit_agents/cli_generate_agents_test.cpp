@@ -24,6 +24,7 @@ TEST(AgentGenerateCli, ImplementerTamperingWithTheTestContractsIsRefusedAndUndon
   // endpoint then stops, so the stage ends before any gate, and the engine is never built.
   const std::string planted = "mkdir -p gates && echo 'exit 0' > gates/basic_execution.sh";
   mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+      {{"expect", {{"system_contains", "main agent"}}}, {"respond", {{"text", "Stages in order; nothing to add."}}}},
       {{"respond", {{"tool_calls", {call("w", "write_file", {{"path", "tests/stage_basic_execution_test.cpp"}, {"content", "int main() {}\n"}})}}}}},
       {{"expect", {{"body_contains", {"protected"}}}},
        {"respond", {{"tool_calls", {call("c", "run_command", {{"command", planted}})}}}}},
@@ -38,6 +39,7 @@ TEST(AgentGenerateCli, ImplementerTamperingWithTheTestContractsIsRefusedAndUndon
   const json last = mi_test::last_json_line(r.out);
   EXPECT_EQ(last["state"], "AGENT_ERROR:basic_execution") << r.out;
   EXPECT_TRUE(last["final_gates"].is_null());
+  EXPECT_TRUE(last["experiment_summary"].is_null());  // the endpoint failed: no further role is started
   EXPECT_FALSE(fs::exists(engine / "build"));  // no gate ran, nothing was built
   EXPECT_FALSE(fs::exists(engine / "gates/basic_execution.sh"));
   EXPECT_NE(slurp(engine / "tests/stage_basic_execution_test.cpp").find("TEST("), std::string::npos);

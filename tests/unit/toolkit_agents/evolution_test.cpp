@@ -26,18 +26,38 @@ json tool_step(json expect, const std::string& name, json args) {
 }
 json text_step(const std::string& text) { return {{"respond", {{"text", text}, {"usage", {{"input", 10}, {"output", 2}}}}}}; }
 
-// Steps of the phases, as the round's conversations will ask for them.
+// Steps of the phases, as the round's conversations will ask for them. The orchestrator writes the round's strategy
+// (from the second round on, it is told to update the previous one).
+std::vector<json> strategy(const std::string& text = "Round plan: learn scale(), then write it.", bool update = false) {
+  json expect = {{"system_contains", "main agent"}, {"body_contains", json::array({"Knowledge-base evolution", "scale"})}};
+  expect["body_contains"].push_back(update ? "previous round's strategy" : "Write the strategy to strategy/strategy.md");
+  return {tool_step(expect, "write_file", {{"path", "strategy/strategy.md"}, {"content", text + "\n"}}), text_step("Strategy written.")};
+}
+// The experiment summariser: its task carries the outcome and the measured figures. With `forge`, it first tries to
+// rewrite the measured metrics, which the sandbox refuses (a workflow record).
+std::vector<json> summary(const std::string& outcome_expected, bool forge = false) {
+  std::vector<json> steps;
+  json expect = {{"system_contains", "experiment-summary agent"},
+                 {"body_contains", {outcome_expected, "Figures measured by the workflow", "agents started"}}};
+  if (forge) {
+    steps.push_back(tool_step(expect, "write_file", {{"path", "metrics.json"}, {"content", "{\"agents_started\": 1}\n"}}));
+    expect = {{"body_contains", {"protected"}}};
+  }
+  steps.push_back(tool_step(expect, "write_file", {{"path", "experiment/summary.md"}, {"content", "# Summary\n" + outcome_expected + "\n"}}));
+  steps.push_back(text_step("Report written."));
+  return steps;
+}
 std::vector<json> explore_and_consolidate(const std::string& seed_expected = "") {
-  json explorer_expect = {{"system_contains", "exploration agent"}, {"body_contains", json::array({"Target:", "scale"})}};
+  json explorer_expect = {{"system_contains", "exploration agent"}, {"body_contains", json::array({"Target:", "scale", "strategy/strategy.md"})}};
   if (!seed_expected.empty()) explorer_expect["body_contains"].push_back(seed_expected);
   return {tool_step(explorer_expect, "write_file", {{"path", "exploration/notes.md"}, {"content", "scale() must return 2 (model card).\n"}}),
           text_step("Notes written."),
-          tool_step({{"system_contains", "knowledge-consolidation agent"}, {"body_contains", {"exploration/notes.md"}}}, "write_file",
+          tool_step({{"system_contains", "knowledge-consolidation agent"}, {"body_contains", {"exploration/notes.md", "strategy/strategy.md"}}}, "write_file",
                     {{"path", "ckb_delta/experience/scale.md"}, {"content", "# scale\nscale() returns 2.\n"}}),
           text_step("Delta staged.")};
 }
 std::vector<json> candidate_writes(const std::string& value) {
-  return {tool_step({{"system_contains", "implementation agent"}, {"body_contains", {"exploration/notes.md"}}}, "write_file",
+  return {tool_step({{"system_contains", "implementation agent"}, {"body_contains", {"exploration/notes.md", "strategy/strategy.md"}}}, "write_file",
                     {{"path", "src/scale.txt"}, {"content", value + "\n"}}),
           text_step("Candidate written.")};
 }
@@ -100,11 +120,17 @@ BackendFactory backends(const mi_test::ScriptedLlmServer& server) {
 TEST(AgentEvolution, NothingIsMergedWhenTheSwitchOffRegenerationFails) {
   REQUIRE_ISOLATION();
   EvoWorld w;
-  mi_test::ScriptedLlmServer server(script({explore_and_consolidate(), candidate_writes("2"), regeneration_writes("1"), failure_analysis()}));
+  mi_test::ScriptedLlmServer server(script({strategy(), explore_and_consolidate(), candidate_writes("2"), regeneration_writes("1"),
+                                            failure_analysis(), summary("FAILED")}));
   const EvolutionResult r = evolve(w.config(1), backends(server), script_gate(30), false);
   EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
   EXPECT_EQ(server.steps_left(), 0u);
   EXPECT_EQ(r.state, "FAILED") << r.detail;
+  // The regeneration works from the CKB alone: the round's strategy is not in its directory nor in its task.
+  EXPECT_FALSE(fs::exists(w.work / "evo-001/regen/strategy"));
+  for (const auto& req : server.requests())
+    if (req.body.dump().find("Use the knowledge base only.") != std::string::npos)
+      EXPECT_EQ(req.body.dump().find("strategy/strategy.md"), std::string::npos);
   // The candidate passed, but the regeneration from the CKB alone did not: the CKB is untouched.
   const json round = json::parse(slurp(w.work / "evo-001/round.json"));
   EXPECT_EQ(round["state"], "FAILED:regenerate");
@@ -120,9 +146,10 @@ TEST(AgentEvolution, NothingIsMergedWhenTheSwitchOffRegenerationFails) {
 TEST(AgentEvolution, AFailedRoundSeedsTheNextWhichIsAbsorbedAndTagged) {
   REQUIRE_ISOLATION();
   EvoWorld w;
-  mi_test::ScriptedLlmServer server(script({explore_and_consolidate(), candidate_writes("2"), regeneration_writes("1"), failure_analysis(),
+  mi_test::ScriptedLlmServer server(script({strategy(), explore_and_consolidate(), candidate_writes("2"), regeneration_writes("1"), failure_analysis(),
+                                            strategy("Round plan, revised: the delta must say 2 plainly.", true),
                                             explore_and_consolidate("ANALYSIS: the regeneration wrote 1."), candidate_writes("2"),
-                                            regeneration_writes("2")}));
+                                            regeneration_writes("2"), summary("ABSORBED", true)}));
   const EvolutionResult r = evolve(w.config(3), backends(server), script_gate(30), false);
   EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
   EXPECT_EQ(r.state, "ABSORBED") << r.detail;
@@ -135,14 +162,29 @@ TEST(AgentEvolution, AFailedRoundSeedsTheNextWhichIsAbsorbedAndTagged) {
   EXPECT_NE(log.find("id = \"evo-002\""), std::string::npos) << log;
   EXPECT_NE(log.find("change = \"added\""), std::string::npos) << log;
   EXPECT_EQ(log.find("evo-001"), std::string::npos) << log;
-  // The evolution's figures together: round 1 (explorer, consolidator, candidate, regeneration, failure analyst) and
-  // round 2 (the same but the analyst), with each transcript named from the work directory.
+  // Round 2's orchestrator started from round 1's strategy and updated it.
+  EXPECT_EQ(slurp(w.work / "evo-001/candidate/strategy/strategy.md"), "Round plan: learn scale(), then write it.\n");
+  EXPECT_EQ(slurp(w.work / "evo-002/candidate/strategy/strategy.md"), "Round plan, revised: the delta must say 2 plainly.\n");
+  // The evolution's figures together: round 1 (orchestrator, explorer, consolidator, candidate, regeneration, failure
+  // analyst), round 2 (the same but the analyst) and the experiment summariser, with each transcript named from the
+  // work directory.
   const json all = json::parse(slurp(w.work / "metrics.json"));
-  EXPECT_EQ(all["totals"]["agents_started"], 9);
-  EXPECT_EQ(all["conversations"][0]["transcript"], "evo-001/candidate/transcripts/explorer-001.jsonl");
+  EXPECT_EQ(all["totals"]["agents_started"], 12);
+  EXPECT_EQ(all["conversations"][0]["transcript"], "evo-001/candidate/transcripts/orchestrator-001.jsonl");
+  EXPECT_EQ(all["conversations"][11]["transcript"], "final/transcripts/experiment-summariser.jsonl");
   EXPECT_TRUE(fs::exists(w.work / all["conversations"][3]["transcript"].get<std::string>()));
   EXPECT_EQ(json::parse(slurp(w.work / "evolution.json"))["rounds"][0]["state"], "FAILED:regenerate");
-  EXPECT_NE(slurp(w.work / "summary.md").find("| 9 |"), std::string::npos);
+  EXPECT_NE(slurp(w.work / "summary.md").find("| 12 |"), std::string::npos);
+  // The summariser's report is the run's; the figures stay the workflow's: its attempt to rewrite them was refused
+  // and counted, and its task carried what the workflow measured before it started (11 conversations).
+  EXPECT_EQ(r.experiment_summary, "final/experiment/summary.md");
+  EXPECT_EQ(slurp(w.work / "final/experiment/summary.md"), "# Summary\nABSORBED\n");
+  EXPECT_EQ(json::parse(slurp(w.work / "final/metrics.json"))["totals"]["agents_started"], 1);
+  ASSERT_EQ(all["violations"].size(), 1u) << all["violations"].dump(1);
+  EXPECT_EQ(all["violations"][0]["rule"], "protected_path");
+  EXPECT_EQ(all["violations"][0]["role"], "experiment_summariser");
+  const std::string summariser_task = server.requests()[server.requests().size() - 3].body.dump();
+  EXPECT_NE(summariser_task.find("| 11 |"), std::string::npos) << summariser_task.substr(0, 2000);
   // Asking again changes nothing and asks the endpoint nothing.
   const std::size_t requests = server.requests().size();
   EXPECT_EQ(evolve(w.config(3), backends(server), script_gate(30), true).state, "ABSORBED");
@@ -154,9 +196,11 @@ TEST(AgentEvolution, AnInterruptedEvolutionResumesAtThePhaseItStoppedIn) {
   EvoWorld w;
   {
     // The endpoint goes away after consolidation: the candidate phase's first request gets a 500.
-    mi_test::ScriptedLlmServer server(script({explore_and_consolidate()}));
+    mi_test::ScriptedLlmServer server(script({strategy(), explore_and_consolidate()}));
     const EvolutionResult r = evolve(w.config(1), backends(server), script_gate(30), false);
     EXPECT_EQ(r.state, "INTERRUPTED") << r.detail;
+    EXPECT_TRUE(r.experiment_summary.empty());  // not over: no summary yet
+    EXPECT_FALSE(fs::exists(w.work / "final"));
     const json round = json::parse(slurp(w.work / "evo-001/round.json"));
     EXPECT_EQ(round["state"], "IN_PROGRESS");
     EXPECT_EQ(round["phase"], "candidate");
@@ -167,7 +211,7 @@ TEST(AgentEvolution, AnInterruptedEvolutionResumesAtThePhaseItStoppedIn) {
   EXPECT_THROW(evolve(other, [] { return std::unique_ptr<LlmBackend>(); }, script_gate(30), true), mi::Error);
 
   // Resumed: no exploration or consolidation again; the first request is the candidate implementer's.
-  mi_test::ScriptedLlmServer server(script({candidate_writes("2"), regeneration_writes("2")}));
+  mi_test::ScriptedLlmServer server(script({candidate_writes("2"), regeneration_writes("2"), summary("ABSORBED")}));
   // Absorbed, but coverage (asked after the merge, with the merged CKB) still finds a gap no delta can close: the
   // round stays ABSORBED and the gap is reported.
   EvolutionConfig resumed = w.config(1);
@@ -186,22 +230,26 @@ TEST(AgentEvolution, AnInterruptedEvolutionResumesAtThePhaseItStoppedIn) {
   const std::string summary = slurp(w.work / "summary.md");
   EXPECT_NE(summary.find("evo-001: the merged CKB does not yet cover the target"), std::string::npos) << summary;
   EXPECT_NE(summary.find("gap left: platform amx: the host lacks AMX"), std::string::npos) << summary;
-  // The candidate's metrics span both sessions: explorer, consolidator, the interrupted implementer and its rerun.
+  // The candidate's metrics span both sessions: orchestrator, explorer, consolidator, the interrupted implementer and
+  // its rerun; then the regeneration and the summariser.
   const json metrics = json::parse(slurp(w.work / "evo-001/candidate/metrics.json"));
-  EXPECT_EQ(metrics["totals"]["agents_started"], 4);
+  EXPECT_EQ(metrics["totals"]["agents_started"], 5);
   EXPECT_TRUE(fs::exists(w.work / "evo-001/candidate/transcripts/target-r0-implementer-2.jsonl"));
-  EXPECT_EQ(json::parse(slurp(w.work / "metrics.json"))["totals"]["agents_started"], 5);
+  EXPECT_EQ(json::parse(slurp(w.work / "metrics.json"))["totals"]["agents_started"], 7);
+  EXPECT_EQ(r.experiment_summary, "final/experiment/summary.md");
 }
 
 TEST(AgentEvolution, ADeltaThatBreaksTheCkbIsNotStaged) {
   REQUIRE_ISOLATION();
   EvoWorld w;
-  mi_test::ScriptedLlmServer server(script({{tool_step(json::object(), "write_file", {{"path", "exploration/notes.md"}, {"content", "x\n"}}), text_step("ok"),
+  mi_test::ScriptedLlmServer server(script({strategy(),
+                                            {tool_step(json::object(), "write_file", {{"path", "exploration/notes.md"}, {"content", "x\n"}}), text_step("ok"),
                                              tool_step(json::object(), "write_file", {{"path", "ckb_delta/contracts/broken.toml"}, {"content", "id = \"broken\"\n"}}),
                                              text_step("ok")},
                                             {tool_step({{"system_contains", "failure-analysis agent"}, {"body_contains", {"lint"}}}, "write_file",
                                                        {{"path", "failure/analysis.md"}, {"content", "bad delta\n"}}),
-                                             text_step("ok")}}));
+                                             text_step("ok")},
+                                            summary("FAILED:consolidate")}));
   const EvolutionResult r = evolve(w.config(1), backends(server), script_gate(30), false);
   EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
   EXPECT_EQ(r.state, "FAILED");
@@ -219,14 +267,16 @@ TEST(AgentEvolution, ADeltaOutsideTheKnowledgeLayersIsRefusedAndCounted) {
   const std::string gates_before = slurp(w.ckb / "test_contracts/gates.toml");
   const std::string roles_before = slurp(w.ckb / "roles/implementer.toml");
   mi_test::ScriptedLlmServer server(script(
-      {{tool_step(json::object(), "write_file", {{"path", "exploration/notes.md"}, {"content", "x\n"}}), text_step("ok"),
+      {strategy(),
+       {tool_step(json::object(), "write_file", {{"path", "exploration/notes.md"}, {"content", "x\n"}}), text_step("ok"),
         tool_step(json::object(), "write_file", {{"path", "ckb_delta/test_contracts/gates.toml"}, {"content", gates_before + "\nprecise_logit_tolerance = 1e9\n"}}),
         tool_step(json::object(), "write_file", {{"path", "ckb_delta/roles/implementer.toml"}, {"content", roles_before + "\n# write_paths = [\"**\"]\n"}}),
         tool_step(json::object(), "write_file", {{"path", "ckb_delta/experience/scale.md"}, {"content", "scale() returns 2.\n"}}),
         text_step("ok")},
        {tool_step({{"system_contains", "failure-analysis agent"}, {"body_contains", {"knowledge layers"}}}, "write_file",
                   {{"path", "failure/analysis.md"}, {"content", "delta refused\n"}}),
-        text_step("ok")}}));
+        text_step("ok")},
+       summary("FAILED:consolidate")}));
   const EvolutionResult r = evolve(w.config(1), backends(server), script_gate(30), false);
   EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
   EXPECT_EQ(r.state, "FAILED");

@@ -1,16 +1,23 @@
 // `metainfer generate --backend agents` end to end on the tiny golden checkpoint, against the scripted endpoint over
-// real HTTP on loopback, with the real gates: the scripted implementer breaks RMSNorm in the first round (the way
-// failure mode BUG-005-1 broke one: the sum of squares instead of their mean), the L1 stage gate fails, the spec
-// reviewer's report and the gate's evidence reach the second round, the repair passes, the later stages pass (each
-// gate rerunning the earlier stages), and the final gates accept the agent-written engine at PASS_VERIFIED.
+// real HTTP on loopback, with the real gates. Each stage starts with its own source files withheld, so the scripted
+// implementers write them (the contents the knowledge generator gives them, read from a reference engine laid down
+// by the test), and in the first round of basic_execution with RMSNorm broken the way failure mode BUG-005-1 broke
+// one (the sum of squares instead of their mean): the L1 stage gate fails, the spec reviewer's report and the gate's
+// evidence reach the second round, the repair passes, the later stages pass (each gate rerunning the earlier stages),
+// and the final gates accept the agent-written engine at PASS_VERIFIED. The orchestrator writes the strategy first and
+// the experiment summariser the report last. A silent implementer fails its stage: the draft is not handed over.
 // Then an agent-written engine that emits wrong tokens, built by the same final gates, fails acceptance.
 // Slow: the first test builds the engine five times (four stage gates and the final gates; about a minute each on
-// two cores with a warm ccache), the second once.
+// two cores with a warm ccache), the second tries once (the build fails early), the third once.
 #include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
 
 #include "../toolkit_support.h"
 #include "agents/agent_run.h"
 #include "agents/engine_gate.h"
+#include "agents/engine_generation.h"
 #include "agents/isolated_command.h"
 #include "agents/protected_files.h"
 #include "agents_test_support.h"
@@ -32,17 +39,53 @@ json step(json respond, json expect = json::object()) {
 json text(const std::string& t) { return {{"text", t}}; }
 json tool(json c) { return {{"tool_calls", json::array({std::move(c)})}}; }
 
-TEST(AgentGenerate, StageRepairedAfterOneRoundThenTheFinalGatesAcceptTheEngine) {
+// A reference engine (generate --no-verify: laid down, not built) and the files of each of its stages.
+struct Reference {
+  fs::path dir;
+  std::map<std::string, std::vector<std::string>> files;
+  explicit Reference(const fs::path& d) : dir(d) {
+    const auto gen = mi_test::metainfer({"generate", "--model", mi_test::golden("qwen3-tiny").string(), "--platform", "x86-64-avx2",
+                                         "-o", dir.string(), "--no-verify"});
+    EXPECT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+    for (const auto& b : engine_stage_briefs(mi::ckb::load(fs::path(METAINFER_SOURCE_DIR) / "ckb"), dir)) files[b.stage] = b.files;
+  }
+  // One response writing every file of `stage`, each file's text passed through `edit`.
+  json write_stage(const std::string& stage, const std::function<std::string(const std::string&, std::string)>& edit = {}) const {
+    json calls = json::array();
+    for (const auto& f : files.at(stage)) {
+      std::string content = slurp(dir / f);
+      if (edit) content = edit(f, content);
+      calls.push_back(call("w" + std::to_string(calls.size()), "write_file", {{"path", f}, {"content", content}}));
+    }
+    return {{"tool_calls", calls}};
+  }
+};
+
+TEST(AgentGenerate, StagesWrittenByTheImplementersAreRepairedAndAcceptedByTheRealGates) {
   if (command_isolation().kind != IsolationKind::bubblewrap) GTEST_SKIP() << "the stage gates run under bubblewrap; not available here";
   mi_test::TempDir dir("agents-generate");
   const fs::path engine = dir / "engine";
+  const Reference ref(dir / "reference");
   const std::string kernel = "src/kernels/avx2/avx2.cpp";
   const std::string good = "sum_sq / float(n) + eps", bad = "sum_sq + eps";
+  ASSERT_NE(slurp(ref.dir / kernel).find(good), std::string::npos);
+  const auto broken_rmsnorm = [&](const std::string& f, std::string t) {
+    if (f == kernel) t.replace(t.find(good), good.size(), bad);
+    return t;
+  };
   json steps = json::array({
-      // basic_execution, round 0: the implementer "simplifies" RMSNorm and breaks it; the reviewer notices.
-      step(tool(call("e0", "edit_file", {{"path", kernel}, {"old", good}, {"new", bad}})),
-           {{"system_contains", "implementation agent"}, {"body_contains", {"tests/stage_basic_execution_test.cpp", "kernels (@ckb/contracts/kernels.toml)", kernel}}}),
-      step(text("Simplified the RMSNorm normalisation.")),
+      // The orchestrator reads the stage list and writes the strategy every implementer is pointed at.
+      step(tool(call("s", "write_file", {{"path", "strategy/strategy.md"}, {"content", "Regular generation: basic_execution, then "
+                                                                                      "model_components, then framework_integration.\n"}})),
+           {{"system_contains", "main agent"}, {"body_contains", {"plan.json", "basic_execution", kernel}}}),
+      step(text("Strategy written.")),
+      // basic_execution, round 0: its sources are withheld; the implementer writes them, RMSNorm "simplified" and
+      // broken; the reviewer notices.
+      step(ref.write_stage("basic_execution", broken_rmsnorm),
+           {{"system_contains", "implementation agent"},
+            {"body_contains", {"tests/stage_basic_execution_test.cpp", "kernels (@ckb/contracts/kernels.toml)", kernel,
+                               "NOT in the engine directory", "strategy/strategy.md"}}}),
+      step(text("Wrote the basic execution sources.")),
       step(tool(call("r0", "write_file", {{"path", "review/basic_execution-r0.md"},
                                           {"content", "rmsnorm contract: divide the sum of squares by n (mean). " + kernel + " does not.\n"}})),
            {{"system_contains", "specification-review agent"}}),
@@ -53,11 +96,18 @@ TEST(AgentGenerate, StageRepairedAfterOneRoundThenTheFinalGatesAcceptTheEngine) 
             {"body_contains", {"FAILED L1_stage:basic_execution", "reports/basic_execution/round-0.txt", "review/basic_execution-r0.md"}}}),
       step(text("RMSNorm divides by n again.")),
       step(text("No findings."), {{"system_contains", "specification-review agent"}}),
-      // model_components and framework_integration: the draft satisfies them.
-      step(text("The model components follow their contracts."), {{"body_contains", {"stage 'model_components'"}}}),
+      // model_components and framework_integration: their sources are withheld in turn and written.
+      step(ref.write_stage("model_components"), {{"body_contains", {"stage 'model_components'", "src/model.h", "NOT in the engine directory"}}}),
+      step(text("The model components follow their contracts.")),
       step(text("No findings.")),
-      step(text("The framework components follow their contracts."), {{"body_contains", {"stage 'framework_integration'"}}}),
+      step(ref.write_stage("framework_integration"), {{"body_contains", {"stage 'framework_integration'", "src/engine_config.h"}}}),
+      step(text("The framework components follow their contracts.")),
       step(text("No findings.")),
+      // The experiment summariser writes the run's report from the figures the workflow measured.
+      step(tool(call("x", "write_file", {{"path", "experiment/summary.md"}, {"content", "Accepted after one repair of RMSNorm.\n"}})),
+           {{"system_contains", "experiment-summary agent"},
+            {"body_contains", {"PASS_VERIFIED", "Figures measured by the workflow", "round 0 FAILED"}}}),
+      step(text("Report written.")),
   });
   mi_test::ScriptedLlmServer server(json{{"steps", steps}});
   const auto r = mi_test::metainfer({"generate", "--model", mi_test::golden("qwen3-tiny").string(), "--platform", "x86-64-avx2", "-o",
@@ -77,6 +127,8 @@ TEST(AgentGenerate, StageRepairedAfterOneRoundThenTheFinalGatesAcceptTheEngine) 
   EXPECT_EQ(last["stages"][0]["rounds"][1]["gate"], "PASSED");
   for (int i : {1, 2}) EXPECT_EQ(last["stages"][i]["rounds"].size(), 1u) << last["stages"][i].dump();
   EXPECT_EQ(last["final_gates"]["state"], "PASSED:L0_provenance,PASS_VERIFIED,L3");
+  EXPECT_EQ(last["strategy"], (engine / "strategy/strategy.md").string());
+  EXPECT_EQ(last["experiment_summary"], (engine / "experiment/summary.md").string());
 
   // The first round was built and its stage test failed; the last stage's gate reran every stage on the final sources.
   const std::string first = slurp(engine / "reports/basic_execution/round-0.txt");
@@ -93,15 +145,53 @@ TEST(AgentGenerate, StageRepairedAfterOneRoundThenTheFinalGatesAcceptTheEngine) 
   EXPECT_TRUE(accepted) << report.dump(2);
   EXPECT_NE(slurp(engine / kernel).find(good), std::string::npos);
 
-  // The workflow's records: eight conversations (implementer and reviewer per round), transcripts, the summary.
+  // The workflow's records: ten conversations (the orchestrator, implementer and reviewer per round, the summariser),
+  // every source file of the three stages counted as an edit, transcripts, the summary.
   const json metrics = json::parse(slurp(engine / "metrics.json"));
-  EXPECT_EQ(metrics["totals"]["agents_started"], 8) << metrics.dump(2);
+  EXPECT_EQ(metrics["totals"]["agents_started"], 10) << metrics.dump(2);
   EXPECT_EQ(metrics["totals"]["violations"], 0);
+  std::size_t written = 0;
+  for (const auto& [stage, files] : ref.files) written += files.size();
+  EXPECT_EQ(metrics["totals"]["edits"], int(written) + 4) << metrics["totals"].dump();  // + strategy, review, repair, report
   EXPECT_TRUE(fs::exists(engine / "transcripts/basic_execution-r1-implementer.jsonl"));
   EXPECT_TRUE(fs::exists(engine / "summary.md"));
   const json generation = json::parse(slurp(engine / ".metainfer/generation.json"));
   EXPECT_EQ(generation["state"], "PASS_VERIFIED");
-  EXPECT_NE(slurp(engine / "strategy/strategy.md").find("framework_integration"), std::string::npos);
+  EXPECT_EQ(generation["experiment_summary"], "experiment/summary.md");
+  EXPECT_EQ(slurp(engine / "experiment/summary.md"), "Accepted after one repair of RMSNorm.\n");
+}
+
+// The draft is not handed over: an implementer that writes nothing leaves its stage's sources missing, and the real
+// stage gate fails it (the build cannot even start). Nothing after the failed stage runs but the summariser.
+TEST(AgentGenerate, ASilentImplementerFailsTheStage) {
+  if (command_isolation().kind != IsolationKind::bubblewrap) GTEST_SKIP() << "the stage gates run under bubblewrap; not available here";
+  mi_test::TempDir dir("agents-generate-silent");
+  const fs::path engine = dir / "engine";
+  mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+      step(text("Nothing to plan."), {{"system_contains", "main agent"}}),
+      step(text("The sources are fine as they are."), {{"system_contains", "implementation agent"}}),
+      step(text("Nothing to report."), {{"system_contains", "experiment-summary agent"},
+                                        {"body_contains", {"FAILED:basic_execution", "round 0 FAILED"}}}),
+  })}});
+  const auto r = mi_test::metainfer({"generate", "--model", mi_test::golden("qwen3-tiny").string(), "--platform", "x86-64-avx2", "-o",
+                                     engine.string(), "--backend", "agents", "--max-repair-rounds", "0", "--no-review", "--llm-url",
+                                     server.base_url() + "/v1", "--llm-model", "scripted", "--json"},
+                                    900);
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  EXPECT_EQ(server.steps_left(), 0u);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const json last = mi_test::last_json_line(r.out);
+  EXPECT_EQ(last["state"], "FAILED:basic_execution") << last.dump(2);
+  ASSERT_EQ(last["stages"].size(), 1u);
+  ASSERT_EQ(last["stages"][0]["rounds"].size(), 1u);
+  EXPECT_EQ(last["stages"][0]["rounds"][0]["gate"], "FAILED");
+  EXPECT_TRUE(last["final_gates"].is_null());
+  EXPECT_TRUE(last["strategy"].is_null());
+  const std::string evidence = slurp(engine / "reports/basic_execution/round-0.txt");
+  EXPECT_NE(evidence.find("FAILED B0_build"), std::string::npos) << evidence;
+  EXPECT_EQ(evidence.find("PASSED L1_stage"), std::string::npos) << evidence;
+  EXPECT_FALSE(fs::exists(engine / "src/kernels/avx2/avx2.cpp"));  // withheld, never written
+  EXPECT_TRUE(fs::exists(engine / "src/model.h"));                  // a later stage's draft: B0 needs it
 }
 
 TEST(AgentGenerate, AgentWrittenEngineEmittingWrongTokensFailsAcceptance) {

@@ -110,7 +110,7 @@ TEST(AgentRoles, PromptsNameOnlyFilesTheWorkflowProduces) {
       {"consolidator", {"exploration/notes.md", "ckb_delta/", "ckb_delta/contracts/", "framework/", "families/", "platforms/",
                         "signals/", "experience/"}},
       {"failure_analyst", {"reports/", "failure/analysis.md"}},
-      {"experiment_summariser", {"ckb_delta/experience/", "ckb_delta/experience/<topic>.toml"}},
+      {"experiment_summariser", {"experiment/summary.md"}},
   };
   // Run-directory paths: a word, a slash, and what follows up to a space or punctuation that ends a sentence.
   const std::regex path(R"(([A-Za-z_]+/(?:[A-Za-z0-9_<>./-]*[A-Za-z0-9_<>/])?))");

@@ -7,10 +7,12 @@
 #include "agents_test_support.h"
 #include "../toolkit_support.h"
 #include "agents/agent_role.h"
+#include "agents/command_paths.h"
 #include "agents/isolated_command.h"
 #include "agents/path_glob.h"
 #include "agents/protected_files.h"
 #include "agents/source_switch.h"
+#include "agents/stage_loop.h"
 #include "agents/tool_sandbox.h"
 #include "common/error.h"
 #include "scripted_llm_server.h"
@@ -229,7 +231,7 @@ TEST(AgentSandbox, CommandsRunInTheRunDirectoryWithoutNetworkAndWithLimits) {
 // SWITCH=OFF holds for shell commands as for read_file/write_file: a command that names a reference tree is refused
 // unrun; output carrying a foreign signature is withheld; a file a command writes with one is undone. Each counts.
 TEST(AgentSandbox, CommandsCannotBypassTheSourceSwitch) {
-  if (command_isolation().kind != IsolationKind::bubblewrap) GTEST_SKIP() << "with references configured, commands need bubblewrap";
+  if (!command_isolation().hides_paths) GTEST_SKIP() << "with references configured, commands need an isolation that hides them";
   World w;
   write(w.run / "src/copied.py", "# SPDX-License-Identifier: Apache-2.0\n# SPDX-FileCopyrightText: Copyright contributors to the vLLM project\nimport torch\n");
   ToolSandbox sb(w.config(SourceSwitch::off));
@@ -295,17 +297,121 @@ TEST(AgentSandbox, CommandEditsAreCountedAndChangesOutsideTheWritePathsUndone) {
 }
 
 TEST(AgentSandbox, TheUnshareFallbackIsRefusedWhenItCannotHideTheReferences) {
-  const Isolation unshare{IsolationKind::unshare_net, "unshare -n: no network; file system NOT confined for commands"};
+  const Isolation plain{IsolationKind::unshare_net, "unshare -n: no network; file system NOT confined for commands", false};
   try {
-    require_isolation_for(unshare, SourceSwitch::off, true);
+    require_isolation_for(plain, true);
     FAIL() << "expected mi::Error";
   } catch (const mi::Error& e) {
     EXPECT_NE(std::string(e.what()).find("bubblewrap"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("unshare -n"), std::string::npos) << e.what();
   }
-  EXPECT_NO_THROW(require_isolation_for(unshare, SourceSwitch::off, false));  // nothing to hide
-  EXPECT_NO_THROW(require_isolation_for(unshare, SourceSwitch::on, true));    // no role with run_command reads them anyway; mounts hide them under bubblewrap only
-  EXPECT_NO_THROW(require_isolation_for({IsolationKind::bubblewrap, "bubblewrap"}, SourceSwitch::off, true));
+  EXPECT_NO_THROW(require_isolation_for(plain, false));  // nothing to hide
+  EXPECT_NO_THROW(require_isolation_for({IsolationKind::unshare_net, "unshare -n -m", true}, true));  // its mount namespace hides them
+  EXPECT_NO_THROW(require_isolation_for({IsolationKind::bubblewrap, "bubblewrap", true}, true));
+  // Whatever the switch: with SWITCH=ON a plain unshare would let the implementer's shell read what only the
+  // explorer may, so the sandbox refuses the command before running it.
+  if (command_isolation().kind == IsolationKind::unshare_net && !command_isolation().hides_paths) {
+    World w;
+    ToolSandbox sb(w.config(SourceSwitch::on));
+    const ToolOutcome r = sb.call(find_role(kRoles, "implementer"), "run_command", {{"command", "echo hi"}});
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.output.find("refused"), std::string::npos) << r.output;
+  }
+}
+
+// A reference tree is named by path, not by text: a sibling whose name extends the tree's is not the tree; "..",
+// symlinks, an option's attached path, quoting and wildcards that reach into the tree are.
+TEST(AgentSandbox, ACommandNamingAReferenceIsJudgedByCanonicalPathPrefix) {
+  mi_test::TempDir dir("agents-command-paths");
+  const fs::path refs = fs::canonical(dir.path()) / "refs", run = fs::canonical(dir.path()) / "run";
+  const fs::path ref = refs / "vllm";
+  write(ref / "secret.txt", "SECRET\n");
+  write(refs / "vllm-other/other.txt", "OTHER\n");
+  fs::create_directories(run / "src");
+  fs::create_directory_symlink(ref, run / "src/link");
+  const std::vector<fs::path> refs_list = {ref};
+  auto named = [&](const std::string& command) { return named_reference_tree(command, run, refs_list).has_value(); };
+  EXPECT_FALSE(named("cat " + (refs / "vllm-other/other.txt").string()));
+  EXPECT_FALSE(named("cat " + refs.string() + "/vllm-*/other.txt"));
+  EXPECT_FALSE(named("ls " + refs.string()));  // the parent directory is not the tree
+  EXPECT_FALSE(named("echo vllm; cat src/../src"));
+  EXPECT_TRUE(named("cat " + ref.string()));
+  EXPECT_TRUE(named("cat " + (refs / "vllm-other/../vllm/secret.txt").string()));
+  EXPECT_TRUE(named("cat ../refs/vllm/secret.txt"));        // relative to the run directory
+  EXPECT_TRUE(named("cat src/link/secret.txt"));             // a symlink into the tree
+  EXPECT_TRUE(named("cd /tmp && g++ -I" + ref.string() + "/include x.cpp"));
+  EXPECT_TRUE(named("tool --file=" + ref.string() + "/secret.txt"));
+  EXPECT_TRUE(named("cat \"" + ref.string() + "/a b.txt\""));
+  EXPECT_TRUE(named("cat " + refs.string() + "/vll*/secret.txt"));
+  EXPECT_TRUE(named("cat " + ref.string() + "/*.txt|head"));
+  EXPECT_EQ(shell_words("a 'b c'\"d\"|e\\ f;g"), (std::vector<std::string>{"a", "b cd", "e f", "g"}));
+  EXPECT_TRUE(path_within(ref / "x", ref));
+  EXPECT_FALSE(path_within(refs / "vllm-other", ref));
+
+  // Through the sandbox: the sibling is not refused (and, where the file system is the host's, read).
+  if (command_isolation().kind == IsolationKind::none || !command_isolation().hides_paths) GTEST_SKIP() << "commands need an isolation that hides paths";
+  SandboxConfig cfg;
+  cfg.run_dir = run;
+  cfg.reference_paths = {ref};
+  cfg.command_timeout_s = 30;
+  ToolSandbox sb(cfg);
+  const AgentRoleSpec impl = find_role(kRoles, "implementer");
+  const ToolOutcome sibling = sb.call(impl, "run_command", {{"command", "cat " + (refs / "vllm-other/other.txt").string() + " || true"}});
+  EXPECT_FALSE(sibling.violation) << sibling.output;
+  const ToolOutcome dotdot = sb.call(impl, "run_command", {{"command", "cat " + (refs / "vllm-other/../vllm/secret.txt").string()}});
+  EXPECT_TRUE(dotdot.violation);
+  EXPECT_EQ(dotdot.output.find("SECRET"), std::string::npos) << dotdot.output;
+  ASSERT_EQ(sb.violations().size(), 1u);
+  EXPECT_EQ(sb.violations()[0].rule, "reference_path");
+  EXPECT_EQ(sb.violations()[0].path, ref.string());
+}
+
+// Sets METAINFER_AGENT_ISOLATION for one test.
+struct ForcedIsolation {
+  explicit ForcedIsolation(const char* kind) { ::setenv("METAINFER_AGENT_ISOLATION", kind, 1); }
+  ~ForcedIsolation() { ::unsetenv("METAINFER_AGENT_ISOLATION"); }
+};
+
+// Without bubblewrap, the unshare fallback still leaks nothing: no network, the reference trees hidden (also from a
+// command that builds their path at run time, with SWITCH=ON, and from the gate), mounts that cannot be undone, the
+// CKB and the test contracts read-only.
+TEST(AgentSandbox, TheUnshareFallbackHidesTheReferencesAndTheNetwork) {
+  ForcedIsolation forced("unshare");
+  if (command_isolation().kind != IsolationKind::unshare_net || !command_isolation().hides_paths)
+    GTEST_SKIP() << "no unshare with a mount namespace here: " << command_isolation().description;
+  World w;
+  write(w.ref / "vllm/secret.txt", "SECRET-REFERENCE\n");
+  write(w.dir / "reference-other/other.txt", "OTHER-TREE\n");
+  const std::string ref = fs::canonical(w.ref).string();
+  mi_test::ScriptedLlmServer listener(json::object());
+  const std::string connect = "echo > /dev/tcp/127.0.0.1/" + std::to_string(listener.port());
+  ASSERT_EQ(mi::process::run({"/bin/bash", "-c", connect}).exit_code, 0);
+
+  ToolSandbox sb(w.config(SourceSwitch::on));
+  const AgentRoleSpec impl = find_role(kRoles, "implementer");
+  const ToolOutcome net = sb.call(impl, "run_command", {{"command", connect}});
+  EXPECT_FALSE(net.ok) << net.output;
+  // The path is built at run time, so the text check cannot see it: the mount namespace hides the tree.
+  const std::string built = "d=$(echo " + ref.substr(0, ref.size() - 3) + ")$(echo nce); ";
+  const ToolOutcome read = sb.call(impl, "run_command", {{"command", built + "cat $d/vllm/secret.txt; ls -a $d; umount $d; cat $d/vllm/secret.txt"}});
+  EXPECT_FALSE(read.violation) << read.output;
+  EXPECT_EQ(read.output.find("SECRET-REFERENCE"), std::string::npos) << read.output;
+  EXPECT_EQ(read.output.find("attention.py"), std::string::npos) << read.output;
+  // The rest of the host's file system is there (the fallback says so): a sibling tree is readable.
+  const ToolOutcome other = sb.call(impl, "run_command", {{"command", "cat " + (fs::canonical(w.dir.path()) / "reference-other/other.txt").string()}});
+  EXPECT_NE(other.output.find("OTHER-TREE"), std::string::npos) << other.output;
+  // Read-only: the CKB, and a test contract (and whatever the mounts miss, the snapshot undoes).
+  const std::string contract = slurp(w.run / "tests/stage_test.cpp"), ckb_file = slurp(w.ckb / "contracts/matmul.toml");
+  sb.call(impl, "run_command", {{"command", "echo x >> tests/stage_test.cpp; echo x >> " + (fs::canonical(w.ckb) / "contracts/matmul.toml").string()}});
+  EXPECT_EQ(slurp(w.run / "tests/stage_test.cpp"), contract);
+  EXPECT_EQ(slurp(w.ckb / "contracts/matmul.toml"), ckb_file);
+  EXPECT_TRUE(sb.reference_accesses().empty());
+
+  // The gate runs agent-written code under the same fallback, the references hidden.
+  write(w.run / "gates/leak.sh", built + "cat $d/vllm/secret.txt\n");
+  const GateOutcome g = script_gate(30, 16 * 1024, {fs::canonical(w.ref)})(w.run, "leak");
+  EXPECT_FALSE(g.passed);
+  EXPECT_EQ(g.evidence.find("SECRET-REFERENCE"), std::string::npos) << g.evidence;
 }
 
 TEST(AgentSandbox, SignaturesAndGlobs) {
