@@ -24,4 +24,11 @@ inline nlohmann::json call(const std::string& id, const std::string& name, nlohm
   return {{"id", id}, {"name", name}, {"arguments", std::move(args)}};
 }
 
+// One scripted LLM turn: the response to replay and, optionally, what the request must hold.
+inline nlohmann::json step(nlohmann::json respond, nlohmann::json expect = nlohmann::json::object()) {
+  nlohmann::json s = {{"respond", std::move(respond)}};
+  if (!expect.empty()) s["expect"] = std::move(expect);
+  return s;
+}
+inline nlohmann::json text(const std::string& t) { return {{"text", t}}; }
 }  // namespace agents_test

@@ -31,12 +31,8 @@ using nlohmann::json;
 using agents_test::call;
 using agents_test::slurp;
 
-json step(json respond, json expect = json::object()) {
-  json s = {{"respond", std::move(respond)}};
-  if (!expect.empty()) s["expect"] = std::move(expect);
-  return s;
-}
-json text(const std::string& t) { return {{"text", t}}; }
+using agents_test::step;
+using agents_test::text;
 json tool(json c) { return {{"tool_calls", json::array({std::move(c)})}}; }
 
 // A reference engine (generate --no-verify: laid down, not built) and the files of each of its stages.

@@ -20,12 +20,8 @@ using agents_test::call;
 using agents_test::slurp;
 using agents_test::write;
 
-json step(json respond, json expect = json::object()) {
-  json s = {{"respond", std::move(respond)}};
-  if (!expect.empty()) s["expect"] = std::move(expect);
-  return s;
-}
-json text(const std::string& t) { return {{"text", t}}; }
+using agents_test::step;
+using agents_test::text;
 json write_call(const std::string& path, const std::string& content) {
   return {{"tool_calls", json::array({call("w", "write_file", {{"path", path}, {"content", content}})})}};
 }
