@@ -95,10 +95,12 @@ ConversationResult run_conversation(LlmBackend& backend, const AgentRoleSpec& ro
     ChatResponse response;
     try {
       response = backend.chat(request);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // mi::Error, or a response whose JSON has the wrong shape
+      const std::string message = dynamic_cast<const Error*>(&e) ? std::string(e.what())
+                                                                  : std::string("malformed response from the endpoint: ") + e.what();
       m.stop = "error";
-      transcript.write({{"kind", "error"}, {"message", e.what()}});
-      result.final_text = e.what();
+      transcript.write({{"kind", "error"}, {"message", message}});
+      result.final_text = message;
       break;
     }
     m.http_attempts += response.http_attempts;

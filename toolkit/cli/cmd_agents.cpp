@@ -11,6 +11,7 @@
 // The LLM endpoint flags are shared with `generate --backend agents` and `evolve` (llm_flags.h).
 // Exit 0: the conversation ended normally / the stage PASSED; 1: it did not (endpoint error, FAILED, TAMPERED);
 // 2: bad input.
+#include <fstream>
 #include <filesystem>
 #include <iostream>
 
@@ -155,8 +156,19 @@ void register_agents_command(CLI::App& app, int& exit_code) {
     if (!fs::is_directory(k->ckb_dir)) fail("--ckb: '", k->ckb_dir, "' is not a directory");
     if (k->round.empty() || k->round.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != std::string::npos)
       fail("--round: '", k->round, "' must be letters, digits, '.', '_' or '-' (e.g. evo-001)");
-    for (const auto& e : k->evidence)
+    // Evidence is a verification report (reports/verification.json, format metainfer-verification/1) whose state
+    // is a pass: PASS_VERIFIED, PASS_VERIFIED_ORACLE, or PASSED:<gates> for a partial run. Anything else refuses.
+    for (const auto& e : k->evidence) {
       if (!fs::is_regular_file(e)) fail("--evidence: '", e, "' is not a file");
+      std::ifstream in(e);
+      const nlohmann::json report = nlohmann::json::parse(in, nullptr, false);
+      if (report.is_discarded() || !report.is_object() || report.value("format", "") != "metainfer-verification/1")
+        fail("--evidence: '", e, "' is not a verification report (expected JSON with format metainfer-verification/1, "
+             "as `metainfer verify` writes to reports/verification.json)");
+      const std::string state = report["state"].is_string() ? report["state"].get<std::string>() : "";
+      if (state.rfind("PASS", 0) != 0)
+        fail("--evidence: '", e, "' records state '", state, "', not a pass; a delta is merged only on passing gates");
+    }
     const agents::Consolidation c = agents::consolidate_delta(k->delta, k->ckb_dir, ckb::default_repo_root(), k->round, k->evidence);
     if (!c.accepted()) std::cerr << "metainfer agents consolidate: refused, nothing merged:\n" << c.describe();
     else std::cerr << "metainfer agents consolidate: merged " << c.merged.size() << " file(s) into " << k->ckb_dir << "\n";

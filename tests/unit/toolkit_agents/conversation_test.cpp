@@ -151,6 +151,27 @@ TEST(AgentConversation, StopsAtMaxTurnsAndOnABackendError) {
   EXPECT_EQ(read_transcript(run / b.metrics.transcript).back()["stop"], "error");
 }
 
+// An endpoint whose answer has the wrong shape (a tool call that is a number) ends the conversation with stop
+// "error" and a message naming it, recorded in the transcript; it does not take the run down.
+TEST(AgentConversation, AMalformedResponseEndsTheConversationWithAnError) {
+  mi_test::TempDir dir("agents-conv-malformed");
+  const fs::path run = dir / "run";
+  fs::create_directories(run);
+  const json raw = {{"choices", {{{"message", {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {1}}}},
+                                  {"finish_reason", "tool_calls"}}}}};
+  mi_test::ScriptedLlmServer server(json{{"steps", {{{"respond", {{"raw", raw}}}}}}});
+  SandboxConfig sc;
+  sc.run_dir = run;
+  ToolSandbox sandbox(sc);
+  BackendConfig bc = backend_for("openai", server, false);
+  bc.http.retry.max_attempts = 1;
+  auto backend = make_backend(bc);
+  const ConversationResult r = run_conversation(*backend, find_role(kRoles, "spec_reviewer"), sandbox, "Review.");
+  EXPECT_EQ(r.metrics.stop, "error");
+  EXPECT_NE(r.final_text.find("malformed response"), std::string::npos) << r.final_text;
+  EXPECT_EQ(read_transcript(run / r.metrics.transcript).back()["stop"], "error");
+}
+
 TEST(AgentConversation, OldToolResultsAreElidedToFitTheHistoryBound) {
   mi_test::TempDir dir("agents-conv-elide");
   const fs::path run = dir / "run";

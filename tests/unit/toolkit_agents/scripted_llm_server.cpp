@@ -233,7 +233,9 @@ void ScriptedLlmServer::handle(const std::string& api, const void* request, void
   // delay_s: the body comes that late (after the headers), outside the lock, so a client's timeout can be tested.
   const double delay_s = respond.value("delay_s", 0.0);
   if (!stream) {
-    const std::string body = (api == "openai" ? openai_body(respond) : anthropic_body(respond)).dump();
+    // "raw": this JSON as the body, whatever its shape (a malformed endpoint).
+    const std::string body =
+        respond.contains("raw") ? respond["raw"].dump() : (api == "openai" ? openai_body(respond) : anthropic_body(respond)).dump();
     res.set_content_provider(body.size(), "application/json", [body, delay_s](size_t offset, size_t, httplib::DataSink& sink) {
       if (offset == 0 && delay_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(delay_s));
       return sink.write(body.data() + offset, body.size() - offset);

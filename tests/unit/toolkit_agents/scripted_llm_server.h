@@ -9,7 +9,8 @@
 //                           "stream": bool, "body_contains": [substrings], "system_contains": substring},
 //                "respond": {"status": 200, "headers": {...}, "error": "message for a non-200",
 //                            "text": "...", "tool_calls": [{"id", "name", "arguments": {...}}],
-//                            "usage": {"input": N, "output": M}, "delay_s": seconds before the body}} ]}
+//                            "usage": {"input": N, "output": M}, "delay_s": seconds before the body,
+//                            "raw": a JSON body sent as it is, not streamed (a malformed endpoint)}} ]}
 // Every key is optional. A request after the last step gets a 500 and a failure.
 #pragma once
 #include <map>

@@ -100,7 +100,7 @@ TEST(AgentSkill, EveryScriptRunsAndConsolidateMergesOnlyAKnowledgeDelta) {
 
   const fs::path ckb = dir / "ckb", delta = dir / "delta", evidence = dir / "regen-verification.json";
   fs::copy(fs::path(METAINFER_SOURCE_DIR) / "ckb", ckb, fs::copy_options::recursive);
-  mi_test::write_text(evidence, "{\"state\": \"PASSED:L1_stage:basic_execution\"}\n");
+  mi_test::write_text(evidence, "{\"format\": \"metainfer-verification/1\", \"state\": \"PASSED:L1_stage:basic_execution\"}\n");
   mi_test::write_text(delta / "experience/skill_rule.md", "# A rule learned through the skill.\n");
   const std::vector<std::string> common = {"--delta", delta.string(), "--round", "evo-007", "--evidence", evidence.string(), "--ckb", ckb.string()};
   // Outside the knowledge layers: refused, nothing merged.
@@ -129,6 +129,17 @@ TEST(AgentSkill, EveryScriptRunsAndConsolidateMergesOnlyAKnowledgeDelta) {
   std::vector<std::string> missing = common;
   missing[5] = (dir / "no-such-report.json").string();
   EXPECT_EQ(run("consolidate.sh", missing).exit_code, 2);
+  // Bad input: a report of failed gates, and a file that is no verification report, are not evidence.
+  const fs::path failed = dir / "failed-verification.json", other = dir / "other.json";
+  mi_test::write_text(failed, "{\"format\": \"metainfer-verification/1\", \"state\": \"FAILED:L2_regression\"}\n");
+  mi_test::write_text(other, "{\"state\": \"PASS_VERIFIED\"}\n");
+  for (const fs::path& bad : {failed, other}) {
+    std::vector<std::string> args = common;
+    args[5] = bad.string();
+    const auto r = run("consolidate.sh", args);
+    EXPECT_EQ(r.exit_code, 2) << bad << r.out << r.err;
+    EXPECT_NE(r.err.find(bad.string()), std::string::npos) << r.err;
+  }
 
   // Every script the skill ships was run above.
   std::set<std::string> shipped;
