@@ -43,7 +43,11 @@ class Fields {
     const Json* v = get(name);
     if (!v) return false;
     if (!v->is_number()) throw bad_field(name, std::string("expected a number, got ") + type_name(*v));
-    const double x = v->get<double>();
+    // Checked as the float the sampler will hold: 1e300 is finite as a double but inf as a float, 1e-50 is > 0
+    // but rounds to 0, 0.99999999999 rounds to 1.
+    const double d = v->get<double>();
+    const double x = std::fabs(d) <= double(std::numeric_limits<float>::max()) ? double(float(d))
+                                                                             : std::numeric_limits<double>::infinity();
     const bool below = lo_open ? !(x > lo) : !(x >= lo);
     const bool above = hi_open ? !(x < hi) : !(x <= hi);
     if (!std::isfinite(x) || below || above)

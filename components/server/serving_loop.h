@@ -109,7 +109,9 @@ class ServingLoop {
       if (draining_) throw ApiError(503, "server_error", "the server is shutting down; no new requests are accepted");
       // Queued beyond the free batch slots: a request that will be admitted at the next step is not waiting.
       const int free_slots = std::max(0, options_.limits.max_batch - gauges_.running);
-      if (int(inbox_.size()) + waiting_in_scheduler_ - free_slots >= options_.max_waiting)
+      // moved_unpublished_: taken from the inbox by the loop and not yet in the gauges (they are refreshed after
+      // the step), counted so a long step cannot let more than max_waiting requests queue.
+      if (int(inbox_.size()) + moved_unpublished_ + waiting_in_scheduler_ - free_slots >= options_.max_waiting)
         throw ApiError(429, "rate_limit_error",
                        "the server is at capacity: " + std::to_string(options_.max_waiting) +
                            " requests are already waiting; retry later");
@@ -135,7 +137,7 @@ class ServingLoop {
   LoopGauges gauges() const {
     std::lock_guard<std::mutex> lock(mutex_);
     LoopGauges g = gauges_;
-    g.waiting += int(inbox_.size());
+    g.waiting += int(inbox_.size()) + moved_unpublished_;
     return g;
   }
 
@@ -149,6 +151,7 @@ class ServingLoop {
         wake_.wait(lock, [&] { return !inbox_.empty() || draining_ || scheduler_->has_work(); });
         if (inbox_.empty() && !scheduler_->has_work()) break;  // draining, nothing left
         incoming.swap(inbox_);
+        moved_unpublished_ += int(incoming.size());
       }
       for (Pending& p : incoming) accept(std::move(p));
       drop_cancelled();
@@ -385,6 +388,7 @@ class ServingLoop {
     std::lock_guard<std::mutex> lock(mutex_);
     gauges_ = g;
     waiting_in_scheduler_ = g.waiting;
+    moved_unpublished_ = 0;  // the accepted ones are now in running or waiting, the refused ones gone
   }
 
   M& model_;
@@ -406,6 +410,7 @@ class ServingLoop {
   std::vector<Pending> inbox_;
   bool draining_ = false;
   int waiting_in_scheduler_ = 0;
+  int moved_unpublished_ = 0;  // requests the loop took from inbox_ since the last publish_gauges()
   LoopGauges gauges_;
 };
 

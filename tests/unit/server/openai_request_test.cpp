@@ -96,6 +96,12 @@ TEST(OpenAiRequest, EveryBadFieldIsA400NamingIt) {
       {Endpoint::completions, R"({"model": "m", "prompt": "x", "temperature": "hot"})", "temperature"},
       {Endpoint::completions, R"({"model": "m", "prompt": "x", "top_p": 0})", "top_p"},
       {Endpoint::completions, R"({"model": "m", "prompt": "x", "min_p": 1})", "min_p"},
+      // In range as doubles, out of range as the floats the sampler holds (inf, 0, 1): refused here, not by the
+      // serving loop after the 200.
+      {Endpoint::completions, R"({"model": "m", "prompt": "x", "repetition_penalty": 1e300})", "repetition_penalty"},
+      {Endpoint::completions, R"({"model": "m", "prompt": "x", "repetition_penalty": 1e-50})", "repetition_penalty"},
+      {Endpoint::completions, R"({"model": "m", "prompt": "x", "top_p": 1e-50})", "top_p"},
+      {Endpoint::completions, R"({"model": "m", "prompt": "x", "min_p": 0.99999999999})", "min_p"},
       {Endpoint::completions, R"({"model": "m", "prompt": "x", "stop": ""})", "stop"},
       {Endpoint::completions, R"({"model": "m", "prompt": "x", "stop": ["a","b","c","d","e"]})", "stop"},
       {Endpoint::completions, R"({"model": "m", "prompt": "x", "stream": "yes"})", "stream"},
