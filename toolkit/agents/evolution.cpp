@@ -61,6 +61,20 @@ void lay_down_contracts(const fs::path& run_dir, const fs::path& contracts_dir, 
   write_protected_manifest(protected_manifest_path(run_dir), snapshot_protected(run_dir, default_protected_globs()));
 }
 
+// Whether the delta under `a` and the one under `b` hold the same files with the same bytes (a delta that can no
+// longer be read as one, a symlink in it say, differs).
+bool same_delta(const fs::path& a, const fs::path& b) {
+  try {
+    const std::vector<std::string> files = delta_files(a);
+    if (files != delta_files(b)) return false;
+    for (const auto& f : files)
+      if (read_all(a / f) != read_all(b / f)) return false;
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 class Round {
  public:
   Round(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, fs::path dir)
@@ -102,6 +116,8 @@ class Round {
  private:
   fs::path candidate_dir() const { return dir_ / "candidate"; }
   fs::path staged_ckb() const { return dir_ / "staged_ckb"; }
+  // The delta as staged, copied out of the candidate's run directory: what the gates judged, and what is merged.
+  fs::path staged_delta() const { return dir_ / "staged_delta"; }
   void save() const { write_json(dir_ / "round.json", record_); }
 
   std::unique_ptr<AgentRun> make_run(const fs::path& run_dir) const {
@@ -173,6 +189,12 @@ class Round {
       return "failed: " + detail;
     }
     stage_ckb(cfg_.ckb_dir, delta, staged_ckb());
+    // Frozen here: the candidate's run directory stays writable to its agents (and their commands) after staging.
+    fs::remove_all(staged_delta());
+    for (const auto& rel : delta_files(delta)) {
+      fs::create_directories((staged_delta() / rel).parent_path());
+      fs::copy_file(delta / rel, staged_delta() / rel);
+    }
     const std::vector<std::string> errors = new_lint_errors(cfg_.ckb_dir, staged_ckb(), cfg_.repo_root);
     if (!errors.empty()) {
       std::string detail = "the staged delta adds lint errors:";
@@ -222,7 +244,17 @@ class Round {
     }
     // The same consolidation `metainfer agents consolidate` runs: knowledge layers only, no new lint error against
     // the CKB as it is now, then the tagged merge.
-    const Consolidation c = consolidate_delta(candidate_dir() / "ckb_delta", cfg_.ckb_dir, cfg_.repo_root, round, evidence);
+    // Exactly the delta the gates saw: the staged copy. A candidate delta that differs from it was changed after
+    // staging (no role of the later phases may write ckb_delta/; a hard link or a command got round that): the
+    // round fails and the change is counted.
+    if (!fs::is_directory(staged_delta())) return "failed: the round has no staged copy of its delta (staged_delta/); rerun the round";
+    if (!same_delta(candidate_dir() / "ckb_delta", staged_delta())) {
+      candidate().sandbox().record_violation({"", "ckb_delta", "ckb_delta/", "delta_changed_after_staging",
+                                              "candidate/ckb_delta/ differs from the delta staged (and gated) in phase consolidate"});
+      candidate().write_records();
+      return "failed: candidate/ckb_delta/ changed after it was staged; the gated delta is not merged";
+    }
+    const Consolidation c = consolidate_delta(staged_delta(), cfg_.ckb_dir, cfg_.repo_root, round, evidence);
     if (!c.accepted()) return "failed: the delta could not be consolidated into the CKB:\n" + c.describe();
     merged = c.merged;
     record_["merged"] = merged;

@@ -37,7 +37,8 @@ RunDirSnapshot snapshot_run_dir(const fs::path& run_dir) {
     std::ifstream in(it->path(), std::ios::binary);
     std::stringstream s;
     s << in.rdbuf();
-    snap.emplace(rel.generic_string(), SnapshotEntry{s.str(), false});
+    const std::uintmax_t links = it->hard_link_count(ec);
+    snap.emplace(rel.generic_string(), SnapshotEntry{s.str(), false, ec ? 1 : links});
   }
   return snap;
 }
@@ -47,7 +48,8 @@ std::vector<FileChange> changed_files(const RunDirSnapshot& before, const RunDir
   for (const auto& [path, bytes] : before) {
     const auto now = after.find(path);
     if (now == after.end()) out.push_back({path, bytes, std::nullopt});
-    else if (now->second != bytes) out.push_back({path, bytes, now->second});
+    else if (now->second.bytes != bytes.bytes || now->second.symlink != bytes.symlink || now->second.links > bytes.links)
+      out.push_back({path, bytes, now->second});
   }
   for (const auto& [path, bytes] : after)
     if (!before.count(path)) out.push_back({path, std::nullopt, bytes});
@@ -58,7 +60,12 @@ std::vector<FileChange> changed_files(const RunDirSnapshot& before, const RunDir
 void undo_change(const fs::path& run_dir, const FileChange& change) {
   const fs::path file = run_dir / change.path;
   std::error_code ec;
-  if (fs::is_symlink(file, ec) || !change.before || change.before->symlink) fs::remove(file, ec);
+  // A symlink is removed, never written through; a file another name shares (a hard link) is replaced by a new one
+  // (same permissions) rather than rewritten in place, which would rewrite the other name too.
+  std::optional<fs::perms> keep_perms;
+  const fs::file_status st = fs::symlink_status(file, ec);
+  if (fs::is_regular_file(st) && fs::hard_link_count(file, ec) > 1 && !ec) keep_perms = st.permissions();
+  if (fs::is_symlink(st) || keep_perms || !change.before || change.before->symlink) fs::remove(file, ec);
   if (!change.before) return;
   fs::create_directories(file.parent_path());
   if (change.before->symlink) {
@@ -66,9 +73,12 @@ void undo_change(const fs::path& run_dir, const FileChange& change) {
     if (ec) fail(file.string(), ": cannot restore the symlink a command changed: ", ec.message());
     return;
   }
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out << change.before->bytes;
-  if (!out) fail(file.string(), ": cannot restore the content a command changed");
+  {
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out << change.before->bytes;
+    if (!out) fail(file.string(), ": cannot restore the content a command changed");
+  }
+  if (keep_perms) fs::permissions(file, *keep_perms, ec);
 }
 
 }  // namespace mi::agents

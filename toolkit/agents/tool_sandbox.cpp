@@ -2,8 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "agents/command_paths.h"
 #include "agents/isolated_command.h"
@@ -41,6 +47,32 @@ std::string lower(std::string s) {
 void append_jsonl(const fs::path& file, const json& record) {
   fs::create_directories(file.parent_path());
   std::ofstream(file, std::ios::app) << record.dump() << "\n";
+}
+
+// Replaces the content of the file at `path` without following a symlink in its last component (O_NOFOLLOW) and
+// without writing through a hard link: a file with more than one name is another file's content too. Returns "" on
+// success, "symlink" / "hard_link" for a refusal, or "error: <why>".
+std::string write_no_follow(const fs::path& path, const std::string& content) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0) return errno == ELOOP ? "symlink" : "error: " + std::string(std::strerror(errno));
+  struct stat st {};
+  std::string result;
+  if (::fstat(fd, &st) != 0) result = "error: " + std::string(std::strerror(errno));
+  else if (!S_ISREG(st.st_mode)) result = "error: not a regular file";
+  else if (st.st_nlink > 1) result = "hard_link";
+  else if (::ftruncate(fd, 0) != 0) result = "error: " + std::string(std::strerror(errno));
+  else
+    for (std::size_t done = 0; done < content.size();) {
+      const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        result = "error: " + std::string(std::strerror(errno));
+        break;
+      }
+      done += std::size_t(n);
+    }
+  ::close(fd);
+  return result;
 }
 
 }  // namespace
@@ -178,6 +210,38 @@ bool ToolSandbox::may_write(const AgentRoleSpec& role, const std::string& tool, 
   return true;
 }
 
+bool ToolSandbox::may_write_through_links(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out) {
+  // resolve() followed every symlink of the existing prefix; what is left to be a link is a dangling one (its
+  // target absent, so weakly_canonical kept it as a name), and writing would follow it wherever it points.
+  fs::path at = config_.run_dir;
+  std::error_code ec;
+  for (const auto& part : r.path.lexically_relative(config_.run_dir)) {
+    at /= part;
+    const fs::file_status st = fs::symlink_status(at, ec);
+    if (fs::is_symlink(st)) {
+      out = refuse(role, tool, r.shown, "symlink", at.lexically_relative(config_.run_dir).generic_string() +
+                                                      " is a symlink; no tool writes through one");
+      return false;
+    }
+    if (!fs::exists(st)) break;
+  }
+  // A file with another name (a hard link) is that file too: writing it would change what the other name shows,
+  // which may be a path this role may not write (a staged CKB delta, a test contract).
+  if (fs::is_regular_file(fs::symlink_status(r.path, ec)) && fs::hard_link_count(r.path, ec) > 1 && !ec) {
+    out = refuse(role, tool, r.shown, "hard_link", r.shown + " has another name (a hard link); no tool writes through one");
+    return false;
+  }
+  return true;
+}
+
+ToolOutcome ToolSandbox::write_content(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, const std::string& content) {
+  const std::string why = write_no_follow(r.path, content);
+  if (why == "symlink") return refuse(role, tool, r.shown, "symlink", r.shown + " is a symlink; no tool writes through one");
+  if (why == "hard_link") return refuse(role, tool, r.shown, "hard_link", r.shown + " has another name (a hard link); no tool writes through one");
+  if (!why.empty()) return error(r.shown + ": cannot write (" + why.substr(std::string("error: ").size()) + ")");
+  return {true, false, ""};
+}
+
 std::optional<std::pair<std::string, std::string>> ToolSandbox::write_rule(const AgentRoleSpec& role, const std::string& rel) const {
   if (path_glob_any(default_protected_globs(), rel) || path_glob_any(workflow_record_globs(), rel))
     return std::pair<std::string, std::string>{"protected_path", rel + " is a test contract, gate script or workflow record; no agent may change it"};
@@ -294,14 +358,11 @@ ToolOutcome ToolSandbox::write_file(const AgentRoleSpec& role, const json& a) {
     if (const auto sig = find_foreign_signature(content))
       return refuse(role, "write_file", r.shown, "foreign_signature",
                     "the content carries a " + sig->framework + " source signature (\"" + sig->marker + "\")");
+  if (!may_write_through_links(role, "write_file", r, out)) return out;
   if (fs::is_directory(r.path)) return error(r.shown + ": is a directory");
   const std::string before = fs::is_regular_file(r.path) ? read_all(r.path) : "";
   fs::create_directories(r.path.parent_path());
-  {
-    std::ofstream f(r.path, std::ios::binary | std::ios::trunc);
-    f << content;
-    if (!f) return error(r.shown + ": cannot write");
-  }
+  if (const ToolOutcome w = write_content(role, "write_file", r, content); !w.ok) return w;
   const LineDelta d = line_delta(before, content);
   return {true, false, "wrote " + r.shown + " (" + std::to_string(content.size()) + " bytes, +" + std::to_string(d.added) + " -" + std::to_string(d.removed) + " lines)",
           1, d.added, d.removed};
@@ -312,6 +373,7 @@ ToolOutcome ToolSandbox::edit_file(const AgentRoleSpec& role, const json& a) {
   const Resolved r = resolve(a["path"]);
   ToolOutcome out;
   if (!may_write(role, "edit_file", r, out)) return out;
+  if (!may_write_through_links(role, "edit_file", r, out)) return out;
   if (!fs::is_regular_file(r.path)) return error(r.shown + ": no such file");
   if (fs::file_size(r.path) > kMaxFileBytes) return error(r.shown + ": too large to edit");
   const std::string before = read_all(r.path);
@@ -327,13 +389,34 @@ ToolOutcome ToolSandbox::edit_file(const AgentRoleSpec& role, const json& a) {
     if (const auto sig = find_foreign_signature(after))
       return refuse(role, "edit_file", r.shown, "foreign_signature",
                     "the edit would add a " + sig->framework + " source signature (\"" + sig->marker + "\")");
-  {
-    std::ofstream f(r.path, std::ios::binary | std::ios::trunc);
-    f << after;
-    if (!f) return error(r.shown + ": cannot write");
-  }
+  if (const ToolOutcome w = write_content(role, "edit_file", r, after); !w.ok) return w;
   const LineDelta d = line_delta(before, after);
   return {true, false, "edited " + r.shown + " (+" + std::to_string(d.added) + " -" + std::to_string(d.removed) + " lines)", 1, d.added, d.removed};
+}
+
+std::optional<std::pair<std::string, std::string>> ToolSandbox::link_rule(const FileChange& c) const {
+  using Rule = std::pair<std::string, std::string>;
+  if (!c.after->symlink) {
+    // A new name for a file (`ln a b`): writing either would change the other, whatever the write rules of its path.
+    if (c.after->links > 1 && (!c.before || c.before->symlink || c.after->links > c.before->links))
+      return Rule{"hard_link", c.path + " was given another name (a hard link); files in the run directory have one name each"};
+    return std::nullopt;
+  }
+  // A symlink is judged by where it leads (its whole chain, as the host sees it): only somewhere inside the run
+  // directory that is not protected. Outside it (the CKB, a reference tree, the repository a gate mounts), it would
+  // bring in what the run directory does not hold (a withheld source, say) or lead a later write out of it.
+  std::error_code ec;
+  const fs::path link = config_.run_dir / c.path;
+  fs::path target = c.after->bytes;
+  if (target.is_relative()) target = link.parent_path() / target;
+  const fs::path resolved = fs::weakly_canonical(target, ec);
+  if (ec) return Rule{"symlink", c.path + " -> " + c.after->bytes + " cannot be resolved (" + ec.message() + ")"};
+  if (!path_within(resolved, config_.run_dir))
+    return Rule{"symlink", c.path + " -> " + c.after->bytes + " leads outside the run directory"};
+  const std::string rel = resolved.lexically_relative(config_.run_dir).generic_string();
+  if (path_glob_any(default_protected_globs(), rel) || path_glob_any(workflow_record_globs(), rel))
+    return Rule{"symlink", c.path + " -> " + c.after->bytes + " leads to " + rel + ", a protected path"};
+  return std::nullopt;
 }
 
 ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
@@ -363,6 +446,7 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   std::string notes;
   for (const FileChange& c : changed_files(before, snapshot_run_dir(config_.run_dir))) {
     std::optional<std::pair<std::string, std::string>> rule = write_rule(role, c.path);
+    if (!rule && c.after) rule = link_rule(c);
     if (!rule && config_.source_switch == SourceSwitch::off && c.after && !c.after->symlink)
       if (const auto sig = find_foreign_signature(c.after->bytes))
         rule = std::pair<std::string, std::string>{"foreign_signature", c.path + " would carry a " + sig->framework + " source signature (\"" + sig->marker + "\")"};
@@ -374,7 +458,7 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
       notes += "refused (" + rule->first + "): " + rule->second + "; the command's change was undone\n";
       continue;
     }
-    // A symlink counts as an edit of no lines; read_file judges where it points when it is used.
+    // A symlink (one that stays in the run directory, clear of protected paths) counts as an edit of no lines.
     const auto text = [](const std::optional<SnapshotEntry>& e) { return e && !e->symlink ? e->bytes : std::string(); };
     const LineDelta d = line_delta(text(c.before), text(c.after));
     ++out.edits;

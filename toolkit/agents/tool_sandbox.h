@@ -3,7 +3,8 @@
 //
 // Paths: relative ones are resolved against the run directory; "@ckb/..." names a file of the CKB; absolute paths
 // are accepted only to be classified. Every path is canonicalised (symlinks resolved, "." and ".." folded) before
-// it is classified, so neither ".." nor a symlink planted in the run directory reaches outside it. Classes:
+// it is classified, so neither ".." nor a symlink planted in the run directory reaches outside it; a write never
+// goes through a symlink (a dangling one is left unresolved by canonicalisation) nor into a hard-linked file. Classes:
 //   reference  inside a configured reference tree: readable only by the explorer with SWITCH=ON (logged)
 //   run        inside the run directory: readable; writable where the role's write_paths allow and the path is not
 //              protected (test contracts, gate scripts, the workflow's records)
@@ -12,7 +13,8 @@
 // With SWITCH=OFF a file whose text carries a foreign-framework signature (source_switch.h) is refused wherever it
 // lies, and writing such text is refused too. run_command is held to the same rules: a command naming a reference
 // tree is refused unrun, output carrying a signature is withheld, and what the command changed in the run directory
-// (run_dir_snapshot.h) is judged like a write: refused changes are undone, accepted ones counted as edits. Each
+// (run_dir_snapshot.h) is judged like a write, and a new hard link or a symlink leading out of the run directory or
+// to a protected path is refused: refused changes are undone, accepted ones counted as edits. Each
 // refusal by policy is a Violation; plain failures (no such file,
 // an `old` string that is not there) are errors the agent can fix and are not counted as violations. Violations
 // and reference reads are also appended, as they happen, to .metainfer/violations.jsonl and
@@ -26,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/agent_role.h"
+#include "agents/run_dir_snapshot.h"
 #include "agents/source_switch.h"
 
 namespace mi::agents {
@@ -43,7 +46,8 @@ struct SandboxConfig {
 struct Violation {
   std::string role, tool, path;
   std::string rule;    // reference_path | foreign_signature | path_escape | protected_path | write_not_granted |
-                       // tool_not_granted | delta_outside_knowledge (recorded by the evolution workflow)
+                       // tool_not_granted | symlink | hard_link | delta_outside_knowledge, delta_changed_after_staging
+                       // (both recorded by the evolution workflow)
   std::string detail;
 };
 
@@ -88,8 +92,16 @@ class ToolSandbox {
   // Read access to `r` for `role` (area + switch); on refusal fills `out` and returns false.
   bool may_read(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out);
   bool may_write(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out);
+  // For a run-directory path about to be written: refuses (and counts) a symlink among its components (a dangling
+  // one, which resolve() could not follow, would lead the write anywhere) and a file with more than one name.
+  bool may_write_through_links(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out);
+  // Writes `content` to `r` (O_NOFOLLOW; refusing a hard-linked file again at open): ok, an error, or a refusal.
+  ToolOutcome write_content(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, const std::string& content);
   // For a run-directory path: the rule that forbids `role` to write it and why, or nothing when it may.
   std::optional<std::pair<std::string, std::string>> write_rule(const AgentRoleSpec& role, const std::string& rel) const;
+  // For a change a command made: a new hard link, or a symlink leading outside the run directory or to a protected
+  // path (the rule and why), or nothing.
+  std::optional<std::pair<std::string, std::string>> link_rule(const FileChange& c) const;
   void log_access(const AgentRoleSpec& role, const std::string& tool, const Resolved& r);
   // SWITCH=OFF content check; true when `text` may be handed over.
   bool clean_content(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, std::string_view text, ToolOutcome& out);

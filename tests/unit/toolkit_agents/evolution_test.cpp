@@ -191,6 +191,40 @@ TEST(AgentEvolution, AFailedRoundSeedsTheNextWhichIsAbsorbedAndTagged) {
   EXPECT_EQ(server.requests().size(), requests);
 }
 
+// The merge takes the delta the gates judged, not whatever candidate/ckb_delta/ holds by then: a delta changed after
+// staging (here by the candidate's gate run, standing in for any way round the sandbox) fails the round, is counted,
+// and nothing reaches the CKB.
+TEST(AgentEvolution, ADeltaChangedAfterStagingIsNotMerged) {
+  REQUIRE_ISOLATION();
+  EvoWorld w;
+  const std::vector<json> analysis = {
+      tool_step({{"system_contains", "failure-analysis agent"}, {"body_contains", {"failed in phase merge", "changed after it was staged"}}},
+                "write_file", {{"path", "failure/analysis.md"}, {"content", "ANALYSIS: the delta was changed after staging.\n"}}),
+      text_step("Analysis written.")};
+  mi_test::ScriptedLlmServer server(script({strategy(), explore_and_consolidate(), candidate_writes("2"), regeneration_writes("2"),
+                                            analysis, summary("FAILED")}));
+  const GateRunner inner = script_gate(30);
+  const GateRunner tampering = [&](const fs::path& run_dir, const std::string& stage) {
+    if (run_dir.filename() == "candidate")
+      std::ofstream(run_dir / "ckb_delta/experience/scale.md", std::ios::app) << "scale() returns 3 (no gate saw this).\n";
+    return inner(run_dir, stage);
+  };
+  const EvolutionResult r = evolve(w.config(1), backends(server), tampering, false);
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  EXPECT_EQ(r.state, "FAILED") << r.detail;
+  const json round = json::parse(slurp(w.work / "evo-001/round.json"));
+  EXPECT_EQ(round["state"], "FAILED:merge");
+  EXPECT_EQ(round["candidate"]["state"], "PASSED");
+  EXPECT_EQ(round["regenerate"]["state"], "PASSED");
+  EXPECT_FALSE(fs::exists(w.ckb / "experience/scale.md"));
+  EXPECT_FALSE(fs::exists(w.ckb / "evolution"));
+  // The staged copy is what the gates judged.
+  EXPECT_EQ(slurp(w.work / "evo-001/staged_delta/experience/scale.md"), "# scale\nscale() returns 2.\n");
+  const json metrics = json::parse(slurp(w.work / "metrics.json"));
+  ASSERT_EQ(metrics["violations"].size(), 1u) << metrics["violations"].dump(1);
+  EXPECT_EQ(metrics["violations"][0]["rule"], "delta_changed_after_staging");
+}
+
 TEST(AgentEvolution, AnInterruptedEvolutionResumesAtThePhaseItStoppedIn) {
   REQUIRE_ISOLATION();
   EvoWorld w;

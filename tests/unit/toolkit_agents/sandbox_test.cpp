@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 
 #include "agents_test_support.h"
 #include "../toolkit_support.h"
@@ -264,6 +265,87 @@ TEST(AgentSandbox, CommandsCannotBypassTheSourceSwitch) {
 }
 
 // Shell-made edits are measured like write_file's, and a command's changes outside the role's write paths are undone.
+// A dangling symlink survives weakly_canonical as a plain name inside the run directory; a hard link is the other
+// file. Neither may lead a write elsewhere (the CKB, a staged delta): refused and counted, nothing written.
+TEST(AgentSandbox, WritesThroughDanglingSymlinksAndHardLinksAreRefusedAndCounted) {
+  World w;
+  write(w.run / "ckb_delta/experience/answer.md", "# answer\nstaged.\n");
+  fs::create_symlink(w.ckb / "contracts/EVIL.toml", w.run / "src/evil");          // dangling: its target is absent
+  fs::create_directory_symlink(w.dir / "outside_dir", w.run / "src/evil_dir");    // dangling directory link
+  fs::create_hard_link(w.run / "ckb_delta/experience/answer.md", w.run / "src/answer_note.md");
+  ToolSandbox sb(w.config());
+  const AgentRoleSpec impl = find_role(kRoles, "implementer");
+  const ToolOutcome link = sb.call(impl, "write_file", {{"path", "src/evil"}, {"content", "id = \"evil\"\n"}});
+  EXPECT_TRUE(link.violation) << link.output;
+  EXPECT_FALSE(fs::exists(fs::symlink_status(w.ckb / "contracts/EVIL.toml")));
+  const ToolOutcome dir = sb.call(impl, "write_file", {{"path", "src/evil_dir/x.cpp"}, {"content", "int x;\n"}});
+  EXPECT_TRUE(dir.violation) << dir.output;
+  EXPECT_FALSE(fs::exists(fs::symlink_status(w.dir / "outside_dir")));
+  const ToolOutcome hard = sb.call(impl, "write_file", {{"path", "src/answer_note.md"}, {"content", "# answer\nrewritten after staging.\n"}});
+  EXPECT_TRUE(hard.violation) << hard.output;
+  const ToolOutcome edit = sb.call(impl, "edit_file", {{"path", "src/answer_note.md"}, {"old", "staged."}, {"new", "edited."}});
+  EXPECT_TRUE(edit.violation) << edit.output;
+  EXPECT_EQ(slurp(w.run / "ckb_delta/experience/answer.md"), "# answer\nstaged.\n");
+  ASSERT_EQ(sb.violations().size(), 4u);
+  EXPECT_EQ(sb.violations()[0].rule, "symlink");
+  EXPECT_EQ(sb.violations()[1].rule, "symlink");
+  EXPECT_EQ(sb.violations()[2].rule, "hard_link");
+  EXPECT_EQ(sb.violations()[3].rule, "hard_link");
+  // An ordinary file is written as before, and a symlink that stays inside resolves to its (writable) target.
+  fs::create_symlink("kernel.cpp", w.run / "src/alias.cpp");
+  EXPECT_TRUE(sb.call(impl, "write_file", {{"path", "src/new.cpp"}, {"content", "int g();\n"}}).ok);
+  EXPECT_TRUE(sb.call(impl, "write_file", {{"path", "src/alias.cpp"}, {"content", "int f();\n"}}).ok);
+  EXPECT_EQ(slurp(w.run / "src/kernel.cpp"), "int f();\n");
+  EXPECT_EQ(sb.violations().size(), 4u);
+}
+
+// What a command leaves is judged for links too: a new hard link (even one whose other name lies in the skipped
+// build tree) and a symlink leading out of the run directory (the CKB, a repository's withheld source) or to a
+// protected path are undone and counted; a symlink that stays inside is an edit.
+TEST(AgentSandbox, CommandsCannotLeaveHardLinksOrEscapingSymlinks) {
+  if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "no isolation here: run_command refuses";
+  World w;
+  write(w.run / "ckb_delta/experience/answer.md", "# answer\nstaged.\n");
+  write(w.dir / "repo/components/attention.cpp", "int attention();\n");  // a withheld source's draft, outside the run
+  SandboxConfig cfg = w.config();
+  cfg.reference_paths.clear();
+  ToolSandbox sb(cfg);
+  const AgentRoleSpec impl = find_role(kRoles, "implementer");
+
+  const ToolOutcome hard = sb.call(impl, "run_command", {{"command", "ln ckb_delta/experience/answer.md src/answer_note.md"}});
+  EXPECT_TRUE(hard.violation) << hard.output;
+  EXPECT_FALSE(fs::exists(w.run / "src/answer_note.md"));
+  EXPECT_EQ(fs::hard_link_count(w.run / "ckb_delta/experience/answer.md"), 1u);
+  EXPECT_EQ(slurp(w.run / "ckb_delta/experience/answer.md"), "# answer\nstaged.\n");
+
+  const ToolOutcome hidden = sb.call(impl, "run_command", {{"command", "mkdir -p build && ln src/kernel.cpp build/k.cpp"}});
+  EXPECT_TRUE(hidden.violation) << hidden.output;
+  EXPECT_EQ(fs::hard_link_count(w.run / "src/kernel.cpp"), 1u);  // re-created: the build tree's name is another file now
+
+  const std::string ckb_target = (fs::canonical(w.ckb) / "contracts/EVIL.toml").string();
+  const std::string repo_target = (fs::canonical(w.dir.path()) / "repo/components/attention.cpp").string();
+  const ToolOutcome out = sb.call(impl, "run_command", {{"command", "ln -s " + ckb_target + " src/evil; ln -s " + repo_target +
+                                                                        " src/attention.cpp; ln -s ../../outside src/up"}});
+  EXPECT_TRUE(out.violation) << out.output;
+  for (const char* p : {"src/evil", "src/attention.cpp", "src/up"}) EXPECT_FALSE(fs::exists(fs::symlink_status(w.run / p))) << p;
+
+  const ToolOutcome prot = sb.call(impl, "run_command", {{"command", "ln -s ../tests/stage_test.cpp src/contract.cpp"}});
+  EXPECT_TRUE(prot.violation) << prot.output;
+  EXPECT_FALSE(fs::exists(fs::symlink_status(w.run / "src/contract.cpp")));
+
+  const ToolOutcome inside = sb.call(impl, "run_command", {{"command", "ln -s kernel.cpp src/alias.cpp"}});
+  EXPECT_FALSE(inside.violation) << inside.output;
+  EXPECT_EQ(inside.edits, 1);
+  EXPECT_TRUE(fs::is_symlink(w.run / "src/alias.cpp"));
+
+  std::map<std::string, int> rules;
+  for (const auto& v : sb.violations()) ++rules[v.rule];
+  // ln a b changes both names: the new one (hard_link) and the delta file the implementer may not write.
+  EXPECT_EQ(rules["hard_link"], 2) << ::testing::PrintToString(rules);
+  EXPECT_EQ(rules["write_not_granted"], 1) << ::testing::PrintToString(rules);
+  EXPECT_EQ(rules["symlink"], 4) << ::testing::PrintToString(rules);
+}
+
 TEST(AgentSandbox, CommandEditsAreCountedAndChangesOutsideTheWritePathsUndone) {
   if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "no isolation here: run_command refuses";
   World w;
