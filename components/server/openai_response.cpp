@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <random>
 
-#include <utf8proc.h>
+#include "chat/python_text.h"
 
 namespace mi::server {
 
@@ -13,16 +13,7 @@ namespace mi::server {
 // which also keeps distinct partial tokens distinct as completions' top_logprobs keys (replacing them with U+FFFD
 // would merge them).
 std::string token_string(const std::string& text) {
-  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
-  const auto n = static_cast<utf8proc_ssize_t>(text.size());
-  bool valid = true;
-  for (utf8proc_ssize_t pos = 0; pos < n && valid;) {
-    utf8proc_int32_t cp = 0;
-    const utf8proc_ssize_t len = utf8proc_iterate(p + pos, n - pos, &cp);
-    valid = len > 0;
-    pos += valid ? len : 0;
-  }
-  if (valid) return text;
+  if (chat::py::is_valid_utf8(text)) return text;  // the server depends on chat_template (ckb/contracts/server.toml)
   std::string out = "bytes:";
   char hex[5];
   for (const unsigned char c : text) {
