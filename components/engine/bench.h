@@ -368,8 +368,16 @@ nlohmann::ordered_json run_engine_bench(const BenchSettings& s, const BenchPlan&
     }
   }
 
-  // 2. Batch scaling, on a model that holds the largest batch at the context the study needs.
-  if (wants("batch")) {
+  // 2. Batch scaling, on a model that holds the largest batch at the context the study needs. An engine generated
+  // for max_batch 1 has no batched decode path to measure; the report says so.
+  if (wants("batch") && !BatchedEngineModel<M>) {
+    supplementary["batch_scaling"] = {
+        {"available", false},
+        {"batch_sizes", batches},
+        {"reason", "not available: this engine was generated with runtime.max_batch = 1, so it has no batched decode "
+                   "path (forward_batch); regenerate with max_batch >= 2 to measure batch scaling"}};
+  }
+  if constexpr (BatchedEngineModel<M>) if (wants("batch")) {
     M model = make_model(max_batch, batch_prompt + batch_gen);
     const int V = model.vocab_size();
     // The batch sizes take turns run by run (B = 1, 2, 4, 8, then again), so a machine that gets busier or quieter

@@ -31,7 +31,7 @@ struct ModelFacts {
 };
 
 template <class M>
-concept EngineModel = requires(M m, const M cm, int seq, const int* seqs, const int32_t* ids, int n, float* logits) {
+concept EngineModel = requires(M m, const M cm, int seq, const int32_t* ids, int n, float* logits) {
   // M(const std::filesystem::path& checkpoint_dir, const RuntimeOptions&): maps the weights, checks every required
   // tensor (name, shape, dtype) before any compute, allocates the KV cache and all scratch once. mi::Error naming
   // the tensor/field on a bad checkpoint.
@@ -43,11 +43,17 @@ concept EngineModel = requires(M m, const M cm, int seq, const int* seqs, const 
   // Appends n tokens to seq (prefill chunk or one decode token) and writes the logits of the LAST token [vocab]
   // to `logits` (or of every token [n, vocab] when all_rows). mi::Error if the context would overflow.
   { m.forward(seq, ids, n, logits, false) };
+  { cm.eos_token_ids() } -> std::convertible_to<std::vector<int>>;  // from config/generation/tokenizer configs
+};
+
+// A model generated with the batched decode path (constraints runtime.max_batch >= 2; an engine generated for one
+// sequence at a time does not carry it, and the runtime code that can use it asks with this concept).
+template <class M>
+concept BatchedEngineModel = EngineModel<M> && requires(M m, const int* seqs, const int32_t* ids, int n, float* logits) {
   // One decode step of n distinct live sequences seqs[0, n): appends ids[b] to seqs[b] and writes the logits of each
   // new token, [n, vocab] (row b for seqs[b]). mi::Error, changing nothing, when n is not in 1..max_batch, a sequence
   // is repeated, not alive or full, or an id is outside the vocabulary.
   { m.forward_batch(seqs, ids, n, logits) };
-  { cm.eos_token_ids() } -> std::convertible_to<std::vector<int>>;  // from config/generation/tokenizer configs
 };
 
 }  // namespace mi::engine

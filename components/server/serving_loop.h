@@ -4,7 +4,8 @@
 // into the Scheduler (runtime/scheduler.h), drops requests whose client went away, and plans one step in which
 // every running request advances by one prefill chunk (chunked prefill, runtime.chunked_prefill tokens) or one
 // token. All decoding requests of a step go through Model::forward_batch together: one pass over the weights for
-// the whole batch. Prefill chunks run per request in the same step, so a long prompt delays the running decodes
+// the whole batch (an engine generated for max_batch 1 has no forward_batch and decodes its one request alone).
+// Prefill chunks run per request in the same step, so a long prompt delays the running decodes
 // by at most one chunk.
 //
 // KV memory: the Scheduler reserves a request's whole budget (prompt + max_tokens) in KV blocks when it admits it,
@@ -267,12 +268,18 @@ class ServingLoop {
         seqs_.push_back(live_.at(id).sequence);
         ids_.push_back(scheduler_->status(id).output_ids.back());
       }
-      // Passes of at most kBatchInvariantRows rows: up to that many tokens every kernel level computes each row
-      // with the lone decode's FMAs in the same order (tests/unit/kernels/matmul_test.cpp), so a request's tokens
-      // do not depend on what else runs; a larger batch reads the weights once per pass instead of once.
-      for (std::size_t b0 = 0; b0 < seqs_.size(); b0 += kBatchInvariantRows) {
-        const std::size_t n = std::min(seqs_.size() - b0, std::size_t(kBatchInvariantRows));
-        model_.forward_batch(seqs_.data() + b0, ids_.data() + b0, int(n), logits.data() + b0 * std::size_t(vocab_));
+      if constexpr (engine::BatchedEngineModel<M>) {
+        // Passes of at most kBatchInvariantRows rows: up to that many tokens every kernel level computes each row
+        // with the lone decode's FMAs in the same order (tests/unit/kernels/matmul_test.cpp), so a request's tokens
+        // do not depend on what else runs; a larger batch reads the weights once per pass instead of once.
+        for (std::size_t b0 = 0; b0 < seqs_.size(); b0 += kBatchInvariantRows) {
+          const std::size_t n = std::min(seqs_.size() - b0, std::size_t(kBatchInvariantRows));
+          model_.forward_batch(seqs_.data() + b0, ids_.data() + b0, int(n), logits.data() + b0 * std::size_t(vocab_));
+        }
+      } else {
+        // An engine generated for max_batch 1 (no batched path): at most one request runs, decoded on its own.
+        for (std::size_t b = 0; b < seqs_.size(); ++b)
+          model_.forward(seqs_[b], &ids_[b], 1, logits.data() + b * std::size_t(vocab_), false);
       }
       for (std::size_t b = 0; b < plan.decodes.size(); ++b)
         sample(plan.decodes[b], live_.at(plan.decodes[b]),

@@ -94,10 +94,12 @@ TEST(FrameworkIntegration, RejectsBadInputBeforeCompute) {
 // both accumulate in f32 but in possibly different orders, so rows may differ by f32 rounding, not more: 1e-4
 // absolute, the bound prefill-then-decode vs one forward has above. Attention, rotary and norms are per row and the
 // same code, so a wrong position, sequence or cache row would differ by O(1).
-TEST(FrameworkIntegration, BatchedDecodeEqualsEachSequenceAlone) {
+// (A template over the model so that an engine without the batched path, which never instantiates it, compiles.)
+template <class Model>
+void batched_decode_equals_each_sequence_alone() {
   mi::engine::RuntimeOptions o = options();
   o.max_batch = 3;
-  engine::Model batched(checkpoint(), o), alone(checkpoint(), o);
+  Model batched(checkpoint(), o), alone(checkpoint(), o);
   const int V = kVocabSize;
   const std::vector<int> lengths = {7, 2, 12};
   const auto ids = prompt(16);
@@ -132,10 +134,11 @@ TEST(FrameworkIntegration, BatchedDecodeEqualsEachSequenceAlone) {
   }
 }
 
-TEST(FrameworkIntegration, BatchedDecodeRejectsBadBatchesBeforeCompute) {
+template <class Model>
+void batched_decode_rejects_bad_batches_before_compute() {
   mi::engine::RuntimeOptions o = options(16);
   o.max_batch = 2;
-  engine::Model model(checkpoint(), o);
+  Model model(checkpoint(), o);
   const int a = model.new_sequence(), b = model.new_sequence();
   const auto ids = prompt(16);
   std::vector<float> logits(std::size_t(3) * kVocabSize);
@@ -166,6 +169,26 @@ TEST(FrameworkIntegration, BatchedDecodeRejectsBadBatchesBeforeCompute) {
   EXPECT_EQ(model.sequence_length(b), 16);
   rejects(ok, two, 2, "is full");
   EXPECT_EQ(model.sequence_length(a), 4);
+}
+
+// The batched decode path exists exactly when the constraints run more than one sequence at once (runtime.max_batch):
+// what the constraints do not ask for is not compiled in.
+constexpr bool kBatched = mi::engine::BatchedEngineModel<engine::Model>;
+
+TEST(FrameworkIntegration, BatchedPathIsCompiledExactlyWhenMaxBatchAsksForIt) { EXPECT_EQ(kBatched, kMaxBatch >= 2); }
+
+TEST(FrameworkIntegration, BatchedDecodeEqualsEachSequenceAlone) {
+  if constexpr (kBatched)
+    batched_decode_equals_each_sequence_alone<engine::Model>();
+  else
+    GTEST_SKIP() << "generated for max_batch " << kMaxBatch << ": no batched decode path";
+}
+
+TEST(FrameworkIntegration, BatchedDecodeRejectsBadBatchesBeforeCompute) {
+  if constexpr (kBatched)
+    batched_decode_rejects_bad_batches_before_compute<engine::Model>();
+  else
+    GTEST_SKIP() << "generated for max_batch " << kMaxBatch << ": no batched decode path";
 }
 
 }  // namespace

@@ -106,28 +106,7 @@ class Model {
 @FORWARD_DISPATCH@
   }
 
-  // One decode step of B distinct live sequences together: appends ids[b] to seqs[b] and writes the logits of each
-  // new token, row b of [B, vocab] for seqs[b]. Every linear layer runs once over the B rows (each weight read once
-  // per step); rotary and attention use each row's own position and sequence. Checked before anything changes:
-  // 1 <= B <= max_batch, every id in the vocabulary, every sequence alive, distinct, with room for one more token.
-  void forward_batch(const int* seqs, const int32_t* ids, int B, float* logits) {
-    if (B < 1) mi::fail("forward_batch: expected at least one sequence, got ", B);
-    if (B > options_.max_batch)
-      mi::fail("forward_batch: ", B, " sequences exceed the engine's max_batch of ", options_.max_batch, " (--max-batch)");
-    if (B > max_step_tokens_)
-      mi::fail("forward_batch: ", B, " rows exceed the scratch sized for ", max_step_tokens_, " tokens per step");
-    for (int b = 0; b < B; ++b) {
-      if (ids[b] < 0 || ids[b] >= kVocab) mi::fail("token id ", ids[b], " is outside the vocabulary [0, ", kVocab, ")");
-      for (int c = 0; c < b; ++c)
-        if (seqs[c] == seqs[b]) mi::fail("forward_batch: sequence ", seqs[b], " appears twice (rows ", c, " and ", b, ")");
-      const int length = cache_.length(seqs[b]);  // mi::Error for a sequence that is not alive
-      if (length + 1 > options_.max_context)
-        mi::fail("forward_batch: sequence ", seqs[b], " is full (", length, " tokens, max_context ", options_.max_context, ")");
-    }
-@BATCH_DISPATCH@
-  }
-
-  // Per-operation timing of the next forward steps (null: off). The profiler's ops are op_names(), in order.
+@BATCH_METHOD@  // Per-operation timing of the next forward steps (null: off). The profiler's ops are op_names(), in order.
   void set_profiler(mi::model::OpProfiler* profiler) { profiler_ = profiler; }
   static std::vector<std::string> op_names() { return {@OP_NAMES@}; }
 
@@ -233,18 +212,7 @@ class Model {
     const int first_row = all_rows ? 0 : T - 1, rows = T - first_row;
 @FINAL_STEPS@  }
 
-  // The same layer steps over T = B rows, one new token of sequence seqs[b] in row b (forward_batch checked them).
-  template <mi::model::Numerics N>
-  void forward_batch_impl(const int* seqs, const int32_t* ids, int T, float* logits) {
-    int* positions = batch_positions_;
-    for (int b = 0; b < T; ++b) positions[b] = cache_.append(seqs[b], 1);
-@EMBED_STEP@    for (int l = 0; l < kLayers; ++l) {
-      const LayerWeights& w = layers_[std::size_t(l)];
-@BATCH_LAYER_CALLS@    }
-    const int first_row = 0, rows = T;
-@FINAL_STEPS@  }
-
-  mi::engine::RuntimeOptions options_;
+@BATCH_IMPL@  mi::engine::RuntimeOptions options_;
   mi::io::ModelConfig config_;
   mi::io::WeightStore store_;
   mi::runtime::ThreadPool pool_;
@@ -259,6 +227,44 @@ class Model {
 static_assert(mi::engine::EngineModel<Model>);
 
 }  // namespace @NS@
+)CPP";
+
+// The batched decode path, emitted only for engines whose constraints run more than one sequence at once
+// (runtime.max_batch >= 2): the public step and its implementation over the layers' *Batch functions.
+const char* kBatchMethodTemplate = R"CPP(  // One decode step of B distinct live sequences together: appends ids[b] to seqs[b] and writes the logits of each
+  // new token, row b of [B, vocab] for seqs[b]. Every linear layer runs once over the B rows (each weight read once
+  // per step); rotary and attention use each row's own position and sequence. Checked before anything changes:
+  // 1 <= B <= max_batch, every id in the vocabulary, every sequence alive, distinct, with room for one more token.
+  void forward_batch(const int* seqs, const int32_t* ids, int B, float* logits) {
+    if (B < 1) mi::fail("forward_batch: expected at least one sequence, got ", B);
+    if (B > options_.max_batch)
+      mi::fail("forward_batch: ", B, " sequences exceed the engine's max_batch of ", options_.max_batch, " (--max-batch)");
+    if (B > max_step_tokens_)
+      mi::fail("forward_batch: ", B, " rows exceed the scratch sized for ", max_step_tokens_, " tokens per step");
+    for (int b = 0; b < B; ++b) {
+      if (ids[b] < 0 || ids[b] >= kVocab) mi::fail("token id ", ids[b], " is outside the vocabulary [0, ", kVocab, ")");
+      for (int c = 0; c < b; ++c)
+        if (seqs[c] == seqs[b]) mi::fail("forward_batch: sequence ", seqs[b], " appears twice (rows ", c, " and ", b, ")");
+      const int length = cache_.length(seqs[b]);  // mi::Error for a sequence that is not alive
+      if (length + 1 > options_.max_context)
+        mi::fail("forward_batch: sequence ", seqs[b], " is full (", length, " tokens, max_context ", options_.max_context, ")");
+    }
+@BATCH_DISPATCH@
+  }
+
+)CPP";
+
+const char* kBatchImplTemplate = R"CPP(  // The same layer steps over T = B rows, one new token of sequence seqs[b] in row b (forward_batch checked them).
+  template <mi::model::Numerics N>
+  void forward_batch_impl(const int* seqs, const int32_t* ids, int T, float* logits) {
+    int* positions = batch_positions_;
+    for (int b = 0; b < T; ++b) positions[b] = cache_.append(seqs[b], 1);
+@EMBED_STEP@    for (int l = 0; l < kLayers; ++l) {
+      const LayerWeights& w = layers_[std::size_t(l)];
+@BATCH_LAYER_CALLS@    }
+    const int first_row = 0, rows = T;
+@FINAL_STEPS@  }
+
 )CPP";
 
 const char* kConfigTemplate = R"CPP(// GENERATED by metainfer @VERSION@ for @ARCH@ (@ENGINE@). Everything this engine fixes at build time.
@@ -510,6 +516,9 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
     if (!find_forward_step(step)) fail("generator: family ", family.id, ": no emitter for final step '", step, "'");
   const bool gdn = uses_dims(uses, "gdn"), moe = uses_dims(uses, "moe");
   const bool int8 = plan.dtype == "int8";
+  // The batched decode path (forward_batch and each layer kind's *Batch steps) only where the constraints run more
+  // than one sequence at once: an engine for max_batch 1 does not carry it.
+  const bool batched = plan.constraints.max_batch >= 2;
   if (int8 && moe)
     fail("generator: int8 weights are not implemented for mixture-of-experts layers (model/moe_mlp.h reads the "
          "experts as stored); generate with dtype bf16");
@@ -792,11 +801,12 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
                        "; T tokens of sequence seq from position start.\n"
                        "  template <mi::model::Numerics N>\n  void " + name +
                        "(const LayerWeights& w, [[maybe_unused]] int slot, [[maybe_unused]] int seq, [[maybe_unused]] int start, int T) {\n"
-                       + using_in(chunk) + chunk + "  }\n"
-                       "  // The same steps for a batched decode step: row b is one token of seqs[b] at positions[b].\n"
-                       "  template <mi::model::Numerics N>\n  void " + name + "Batch(const LayerWeights& w, [[maybe_unused]] int slot, "
-                       "[[maybe_unused]] const int* seqs, [[maybe_unused]] const int* positions, int T) {\n"
-                       + using_in(batch) + batch + "  }\n\n";
+                       + using_in(chunk) + chunk + "  }\n" +
+                       (batched ? "  // The same steps for a batched decode step: row b is one token of seqs[b] at positions[b].\n"
+                                  "  template <mi::model::Numerics N>\n  void " + name + "Batch(const LayerWeights& w, [[maybe_unused]] int slot, "
+                                  "[[maybe_unused]] const int* seqs, [[maybe_unused]] const int* positions, int T) {\n"
+                                  + using_in(batch) + batch + "  }\n\n"
+                                : std::string("\n"));
   }
   const std::string embed_step =
       timed("    ", op_index("embed"), "mi::model::embed_tokens(embed_tokens_, kVocab, kHidden, ids, T, x_);\n");
@@ -829,12 +839,14 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
     take_code << "    " << b.name << " = arena_.take<" << b.type << ">(" << b.count << ");\n";
     fields << "  " << b.type << "* " << b.name << " = nullptr;  // " << b.shape << "\n";
   }
-  plan_code << "    p.add<mi::bf16_t>(T * " << width_expr << ");  // bf16-rounded matmul inputs (fast numerics)\n"
-            << "    p.add<int>(max_batch);  // positions of a batched decode step\n";
-  take_code << "    rounded_bf16_ = arena_.take<mi::bf16_t>(T * " << width_expr << ");\n"
-            << "    batch_positions_ = arena_.take<int>(max_batch);\n";
-  fields << "  mi::bf16_t* rounded_bf16_ = nullptr;  // [T, widest matmul input] bf16 copies of matmul inputs (fast numerics)\n"
-         << "  int* batch_positions_ = nullptr;       // [max_batch] positions of a batched decode step\n";
+  plan_code << "    p.add<mi::bf16_t>(T * " << width_expr << ");  // bf16-rounded matmul inputs (fast numerics)\n";
+  take_code << "    rounded_bf16_ = arena_.take<mi::bf16_t>(T * " << width_expr << ");\n";
+  fields << "  mi::bf16_t* rounded_bf16_ = nullptr;  // [T, widest matmul input] bf16 copies of matmul inputs (fast numerics)\n";
+  if (batched) {
+    plan_code << "    p.add<int>(max_batch);  // positions of a batched decode step\n";
+    take_code << "    batch_positions_ = arena_.take<int>(max_batch);\n";
+    fields << "  int* batch_positions_ = nullptr;       // [max_batch] positions of a batched decode step\n";
+  }
   std::string scratch_views =
       "  template <mi::model::Numerics N>\n  mi::model::MatmulInput<N>* rounded() {\n"
       "    if constexpr (N == mi::model::Numerics::fast) return rounded_bf16_;\n    else return nullptr;\n  }\n";
@@ -916,6 +928,12 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
              "    return &int8_.back();\n  }\n"
            : "  Mat matrix(const std::string& name) const { return mapped(name); }\n";
   std::string s = kModelTemplate;
+  s = replace_all(s, "@BATCH_METHOD@", batched ? kBatchMethodTemplate : "");
+  s = replace_all(s, "@BATCH_IMPL@", batched ? kBatchImplTemplate : "");
+  s = replace_all(s, "static_assert(mi::engine::EngineModel<Model>);",
+                  batched ? "static_assert(mi::engine::BatchedEngineModel<Model>);"
+                          : "// Generated for one sequence at a time (runtime.max_batch = 1): no batched decode path.\n"
+                            "static_assert(mi::engine::EngineModel<Model> && !mi::engine::BatchedEngineModel<Model>);");
   const std::map<std::string, std::string> values = {
       {"@COMPONENT_INCLUDES@", include_lines},
       {"@STD_INCLUDES@", std_includes},

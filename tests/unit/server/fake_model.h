@@ -17,12 +17,14 @@
 
 namespace mi::server::test {
 
-class FakeModel {
+// kBatched = false: a model generated for max_batch 1, without forward_batch (the serving loop decodes it alone).
+template <bool kBatched = true>
+class FakeModelT {
  public:
   static constexpr int kFirst = 33;  // '!' .. in the byte-level alphabet
   static constexpr int kSpan = 58;
 
-  FakeModel(int vocab, int max_batch, int max_context, int block)
+  FakeModelT(int vocab, int max_batch, int max_context, int block)
       : vocab_(vocab), cache_({1, 1, 4, max_batch, max_context, block}) {}
 
   engine::ModelFacts facts() const { return {"FakeForCausalLM", "fake", "scalar", vocab_, 1 << 20}; }
@@ -41,7 +43,9 @@ class FakeModel {
     prefilled_tokens += n;
   }
 
-  void forward_batch(const int* seqs, const int32_t* ids, int n, float* logits) {
+  void forward_batch(const int* seqs, const int32_t* ids, int n, float* logits)
+    requires kBatched
+  {
     for (int b = 0; b < n; ++b) {
       const int pos = cache_.append(seqs[b], 1);
       cache_.key(seqs[b], 0, 0, pos)[0] = float(ids[b]);
@@ -81,5 +85,9 @@ class FakeModel {
   int vocab_;
   runtime::KvCache cache_;
 };
+
+using FakeModel = FakeModelT<true>;
+using FakeSingleSequenceModel = FakeModelT<false>;
+static_assert(engine::BatchedEngineModel<FakeModel> && !engine::BatchedEngineModel<FakeSingleSequenceModel>);
 
 }  // namespace mi::server::test

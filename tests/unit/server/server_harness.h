@@ -35,10 +35,10 @@ struct HarnessOptions {
   std::size_t max_body_bytes = 1u << 20;
 };
 
-template <PrefixReuse Prefix>
+template <PrefixReuse Prefix, class Model = FakeModel>
 class BasicHarness {
  public:
-  using Loop = ServingLoop<FakeModel, Prefix>;
+  using Loop = ServingLoop<Model, Prefix>;
 
   explicit BasicHarness(const HarnessOptions& o = {})
       : tokenizer_(tok::Tokenizer::load(tokenizer_dir())),
@@ -64,7 +64,7 @@ class BasicHarness {
     return c;
   }
   int port() const { return port_; }
-  FakeModel& model() { return model_; }
+  Model& model() { return model_; }
   Loop& loop() { return loop_; }
   const tok::Tokenizer& tokenizer() const { return tokenizer_; }
   std::string text_of(const std::vector<int32_t>& ids) const { return tokenizer_.decode(ids, true); }
@@ -99,7 +99,7 @@ class BasicHarness {
 
   tok::Tokenizer tokenizer_;
   chat::ChatTemplate template_;
-  FakeModel model_;
+  Model model_;
   ServerMetrics metrics_;
   Loop loop_;
   HttpServer<Loop> http_;

@@ -199,6 +199,24 @@ TEST(ServerHttp, LargeBatchesDecodeInBatchInvariantPasses) {
   EXPECT_LE(h.model().max_batch_seen.load(), kBatchInvariantRows);
 }
 
+// An engine generated for max_batch 1 has no forward_batch (what the constraints do not ask for is not compiled in):
+// the loop runs one request at a time through forward(), and concurrent clients still get the model's output.
+TEST(ServerHttp, AnEngineWithoutTheBatchedPathServesOneRequestAtATime) {
+  HarnessOptions o;
+  o.max_batch = 1;
+  BasicHarness<NoPrefixCache, FakeSingleSequenceModel> h(o);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 4; ++i) prompts.push_back(prompt_of(3 + 2 * i, 40 + i));
+  std::vector<std::future<std::string>> together;
+  for (int i = 0; i < 4; ++i)
+    together.push_back(std::async(std::launch::async, [&, i] {
+      return post(h, "/v1/completions", R"({"model": "fake", "temperature": 0, "max_tokens": 12, "prompt": )" +
+                                            ids_json(prompts[i]) + "}")["choices"][0]["text"].get<std::string>();
+    }));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(together[i].get(), h.text_of(FakeModel::expected(prompts[i], 12))) << i;
+  EXPECT_EQ(h.model().prefilled_tokens.load(), 3 + 5 + 7 + 9 + 4 * 11) << "every decode went through forward()";
+}
+
 TEST(ServerHttp, ChunkedPrefillGivesTheSameOutput) {
   HarnessOptions o;
   o.chunked_prefill = 3;

@@ -80,13 +80,15 @@ TEST(Plan, EngineHoldsOnlyWhatItsConstraintsAskFor) {
   const std::string model = golden("qwen3-tiny").string();
   struct Case {
     std::vector<std::string> flags;
-    bool chat, scheduler, server, prefix_cache;
+    bool chat, scheduler, server, prefix_cache, batched;
   };
-  const std::vector<Case> cases = {{{}, false, false, false, false},
-                                   {{"--chat", "on"}, true, false, false, false},
-                                   {{"--mode", "bench"}, false, false, false, false},
-                                   {{"--mode", "serve", "--max-batch", "4"}, true, true, true, false},
-                                   {{"--mode", "serve", "--max-batch", "4", "--prefix-cache", "on"}, true, true, true, true}};
+  const std::vector<Case> cases = {{{}, false, false, false, false, false},
+                                   {{"--chat", "on"}, true, false, false, false, false},
+                                   {{"--mode", "bench"}, false, false, false, false, false},
+                                   {{"--mode", "serve", "--max-batch", "4"}, true, true, true, false, true},
+                                   {{"--mode", "serve", "--max-batch", "4", "--prefix-cache", "on"}, true, true, true, true, true},
+                                   {{"--mode", "serve"}, true, true, true, false, false},
+                                   {{"--max-batch", "2"}, false, false, false, false, true}};
   mi_test::TempDir dir("plan-features");
   int i = 0;
   std::vector<std::pair<int, int>> lines;  // per case: engine source lines, of which chat interpreter lines
@@ -148,6 +150,11 @@ TEST(Plan, EngineHoldsOnlyWhatItsConstraintsAskFor) {
       EXPECT_EQ(features.find("PrefixReuse"), std::string::npos) << features;
     EXPECT_EQ(features.find("runtime/prefix_cache.h") != std::string::npos, c.prefix_cache) << features;
     EXPECT_EQ(slurp(out / "src" / "engine_config.h").find("PrefixCache"), std::string::npos);
+    // The batched decode path (forward_batch, the layers' *Batch steps, their scratch) only for max_batch >= 2.
+    const std::string model_h = slurp(out / "src" / "model.h");
+    for (const char* batched_text : {"void forward_batch(", "void forward_batch_impl(", "Batch(const LayerWeights& w",
+                                     "batch_positions_", "static_assert(mi::engine::BatchedEngineModel<Model>);"})
+      EXPECT_EQ(model_h.find(batched_text) != std::string::npos, c.batched) << batched_text;
     const int engine_lines = manifest.at("lines").at("engine_sources").get<int>();
     const int library_lines = manifest.at("lines").at("component_library").get<int>();
     EXPECT_GT(engine_lines, 0);
