@@ -66,6 +66,7 @@ struct EngineInfo {
   int max_batch = 1;
   int max_context = 512;
   int kv_block_size = 16;
+  int kv_blocks = 0;  // KV pool blocks (runtime.kv_blocks); 0 = max_batch x max_context worth
   int chunked_prefill = 0;
   int vocab_size = 0;  // 0 = unknown until the model is loaded
   bool fast_numerics_default = false;

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   info.max_batch = cfg::kMaxBatch;
   info.max_context = cfg::kMaxContext;
   info.kv_block_size = cfg::kKvBlockSize;
+  info.kv_blocks = cfg::kKvBlocks;
   info.chunked_prefill = cfg::kChunkedPrefill;
   info.vocab_size = cfg::kVocabSize;
   info.fast_numerics_default = cfg::kFastNumericsDefault;

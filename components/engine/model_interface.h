@@ -18,6 +18,7 @@ struct RuntimeOptions {
   int max_batch = 1;      // sequences alive at once
   int max_context = 512;  // tokens per sequence (prompt + generated)
   int kv_block_size = 16;
+  int kv_blocks = 0;      // blocks in the KV pool; 0 = max_batch x ceil(max_context / kv_block_size)
   bool fast = false;      // numerics: false = precise (f32 activations), true = fast (bf16 activations)
 };
 

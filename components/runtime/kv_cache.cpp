@@ -29,7 +29,15 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
   blocks_per_sequence_ = (shape.max_context + shape.block_size - 1) / shape.block_size;
   head_block_floats_ = std::size_t(shape.block_size) * std::size_t(shape.head_dim);
   block_floats_ = std::size_t(shape.layers) * 2 * std::size_t(shape.kv_heads) * head_block_floats_;
-  total_blocks_ = std::size_t(shape.max_sequences) * std::size_t(blocks_per_sequence_);
+  const std::size_t worst_case = std::size_t(shape.max_sequences) * std::size_t(blocks_per_sequence_);
+  if (shape.total_blocks < 0)
+    fail("KvCache: field 'total_blocks' (runtime.kv_blocks): expected >= 0 (0 = max_sequences x max_context), got ",
+         shape.total_blocks);
+  if (shape.total_blocks > 0 && shape.total_blocks < blocks_per_sequence_)
+    fail("KvCache: field 'total_blocks' (runtime.kv_blocks): ", shape.total_blocks, " blocks of ", shape.block_size,
+         " tokens cannot hold one sequence of max_context ", shape.max_context, " tokens; expected at least ",
+         blocks_per_sequence_);
+  total_blocks_ = shape.total_blocks > 0 ? std::size_t(shape.total_blocks) : worst_case;
   if (total_blocks_ > std::size_t(std::numeric_limits<int>::max()) ||
       block_floats_ > std::numeric_limits<std::size_t>::max() / sizeof(float) / total_blocks_)
     fail("KvCache: shape too large (", shape.max_sequences, " sequences x ", shape.max_context, " tokens x ",

@@ -7,9 +7,11 @@
 //   block [layers][2 (0 = key, 1 = value)][kv_heads][block_size][head_dim]   f32
 //
 // so one head's keys of one block are contiguous rows of head_dim floats (what attention reads). Each sequence
-// has a block table (logical block i -> physical block), so a later scheduler can hand blocks out on demand;
-// the pool holds max_sequences * ceil(max_context / block_size) blocks, so every sequence can always reach
-// max_context. All bookkeeping storage is reserved at construction: allocate/append/free never allocate.
+// has a block table (logical block i -> physical block), so the scheduler hands blocks out on demand; the pool
+// holds total_blocks blocks: by default max_sequences * ceil(max_context / block_size), so every sequence can always
+// reach max_context; fewer (runtime.kv_blocks, at least one whole context) when the scheduler's admission control
+// keeps the sequences within the pool. All bookkeeping storage is reserved at construction: allocate/append/free
+// never allocate.
 //
 // Usage in one forward step over T new tokens of sequence s:
 //   int start = cache.append(s, T);           // reserves positions [start, start+T); throws when full
@@ -38,6 +40,7 @@ struct KvCacheShape {
   int max_sequences = 1;  // max_batch: sequences alive at the same time
   int max_context = 0;    // tokens per sequence
   int block_size = 16;    // kv_block_size: token positions per block
+  int total_blocks = 0;   // blocks in the pool (runtime.kv_blocks); 0 = max_sequences x ceil(max_context / block_size)
 };
 
 // A layer that shares physical blocks between sequences and keeps them beyond their last sequence

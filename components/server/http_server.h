@@ -83,6 +83,7 @@ class HttpServer {
     bool token_ids = false;  // return_token_ids
     bool role_sent = false;
     bool done = false;
+    bool failed = false;  // ended with an error object after the 200 header went out
     std::size_t text_sent = 0;
     std::string text;                    // non-streamed: everything so far
     std::vector<TokenLogprob> logprobs;  // non-streamed: everything so far
@@ -194,7 +195,8 @@ class HttpServer {
         [this, p](std::size_t, httplib::DataSink& sink) { return produce(*p, sink); },
         [this, p](bool success) {
           if (!success || !p->done) p->channel->cancel();  // the client went away: free its sequence
-          metrics_.count_request(p->route, success && p->done ? 200 : 499);
+          // The outcome, not only the header: a request that failed after its 200 header counts as 500.
+          metrics_.count_request(p->route, !success || !p->done ? 499 : p->failed ? 500 : 200);
           --in_flight_;
         });
   }
@@ -226,6 +228,7 @@ class HttpServer {
         if (p.stream) sse(e.to_json());
         else write(e.to_json().dump());
         p.done = true;
+        p.failed = true;
         sink.done();
         return true;
       }

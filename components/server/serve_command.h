@@ -105,6 +105,7 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
   ro.max_batch = info.max_batch;
   ro.max_context = info.max_context;
   ro.kv_block_size = info.kv_block_size;
+  ro.kv_blocks = info.kv_blocks;
   ro.fast = mode == "fast";
   M model = engine::load_model<M>(s.model_dir, ro);
 
@@ -113,6 +114,7 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
   lo.limits.max_batch = info.max_batch;
   lo.limits.max_context = info.max_context;
   lo.limits.kv_block_size = info.kv_block_size;
+  lo.limits.kv_blocks = info.kv_blocks;  // the scheduler admits against the pool the model really allocated
   lo.limits.chunked_prefill = info.chunked_prefill;
   lo.max_waiting = s.max_waiting;
   ServingLoop<M, Prefix> loop(model, tokenizer ? &*tokenizer : nullptr, lo, metrics);
@@ -158,6 +160,8 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
                                   {"kernel_level", info.kernel_level},
                                   {"max_batch", info.max_batch},
                                   {"max_context", info.max_context},
+                                  {"kv_block_size", info.kv_block_size},
+                                  {"kv_blocks", model.kv_cache().total_blocks()},
                                   {"prefix_cache", Prefix::kReusesPrefixes},
                                   {"chat", chat_template.has_value()}};
   if (!chat_template) ready["chat_unavailable"] = no_chat_reason;

@@ -3,7 +3,9 @@
 // count requests, the serving loop records tokens and latencies, a scrape reads everything under one lock.
 //
 // Names (prefix metainfer_):
-//   requests_total{endpoint,status}             counter    HTTP requests answered, by route and status code
+//   requests_total{endpoint,status}             counter    HTTP requests answered, by route and outcome: the status
+//                                                          code, 500 for one that failed after its 200 header (its
+//                                                          body carries the error object), 499 client went away
 //   prompt_tokens_total, generation_tokens_total counter    tokens prefilled (cached ones included) / sampled
 //   prefix_cache_queried_tokens_total            counter    prompt tokens looked up in the prefix cache
 //   prefix_cache_hit_tokens_total                counter    of them found (reused, not recomputed)

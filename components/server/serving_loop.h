@@ -369,9 +369,15 @@ class ServingLoop {
     live_.erase(id);
   }
 
-  // A failure of the model itself: every request in flight gets the error, the state starts over.
+  // A failure of the model itself: every request that was running gets the error and the state starts over. A
+  // request still waiting never touched the model (no sequence, no KV blocks): it queues again, in arrival order.
   void fail_all(const std::string& message) {
+    std::vector<Pending> requeue;
     for (auto& [id, l] : live_) {
+      if (scheduler_->status(id).state == runtime::RequestState::waiting) {
+        requeue.push_back({std::move(l.request), std::move(l.channel), l.arrival});
+        continue;
+      }
       if (l.sequence >= 0) model_.free_sequence(l.sequence);
       StreamEvent ev;
       ev.finished = true;
@@ -380,6 +386,7 @@ class ServingLoop {
     }
     live_.clear();
     reset_scheduler();
+    for (Pending& p : requeue) accept(std::move(p));  // live_ is ordered by scheduler id: arrival order
   }
 
   void publish_gauges() {

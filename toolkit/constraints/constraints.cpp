@@ -17,7 +17,7 @@ const std::map<std::string, std::set<std::string>>& schema() {
       {"model", {"path"}},
       {"platform", {"name", "dtype", "threads"}},
       {"parallel", {"tensor_parallel"}},
-      {"runtime", {"mode", "numerics", "max_batch", "max_context", "kv_block_size", "prefix_cache", "chat", "chunked_prefill"}},
+      {"runtime", {"mode", "numerics", "max_batch", "max_context", "kv_block_size", "kv_blocks", "prefix_cache", "chat", "chunked_prefill"}},
       {"targets", {"ttft_ms", "tpot_ms", "throughput_tok_s", "memory_mb"}},
       {"tuning", {}},  // free keys: kernel parameters (validate() checks the form, coverage the platform)
   };
@@ -115,6 +115,7 @@ nlohmann::json Constraints::to_json() const {
           {"max_batch", max_batch},
           {"max_context", max_context},
           {"kv_block_size", kv_block_size},
+          {"kv_blocks", kv_blocks},
           {"prefix_cache", prefix_cache},
           {"chat", wants_chat()},
           {"chunked_prefill", chunked_prefill},
@@ -177,6 +178,7 @@ Constraints load_file(const fs::path& file) {
   r.read("runtime", "max_batch", c.max_batch);
   r.read("runtime", "max_context", c.max_context);
   r.read("runtime", "kv_block_size", c.kv_block_size);
+  r.read("runtime", "kv_blocks", c.kv_blocks);
   r.read("runtime", "prefix_cache", c.prefix_cache);
   if (r.node("runtime", "chat")) {
     bool chat = false;
@@ -204,6 +206,8 @@ void add_override_options(CLI::App* cmd, Overrides& o) {
   cmd->add_option("--max-batch", o.max_batch, "concurrent sequences (runtime.max_batch)");
   cmd->add_option("--max-context", o.max_context, "tokens per sequence (runtime.max_context)");
   cmd->add_option("--kv-block-size", o.kv_block_size, "tokens per KV-cache block (runtime.kv_block_size)");
+  cmd->add_option("--kv-blocks", o.kv_blocks,
+                  "KV-cache blocks in the pool, 0 = max_batch x max_context worth (runtime.kv_blocks)");
   cmd->add_option("--prefix-cache", o.prefix_cache, "on | off (runtime.prefix_cache)");
   cmd->add_option("--chat", o.chat, "on | off: the chat template interpreter (runtime.chat; default on for serve)");
   cmd->add_option("--chunked-prefill", o.chunked_prefill, "prefill chunk in tokens, 0 = off (runtime.chunked_prefill)");
@@ -227,6 +231,7 @@ Constraints resolve(const std::optional<fs::path>& file, const Overrides& o) {
   if (o.max_batch) c.max_batch = *o.max_batch;
   if (o.max_context) c.max_context = *o.max_context;
   if (o.kv_block_size) c.kv_block_size = *o.kv_block_size;
+  if (o.kv_blocks) c.kv_blocks = *o.kv_blocks;
   if (o.prefix_cache) c.prefix_cache = parse_on_off("--prefix-cache", *o.prefix_cache);
   if (o.chat) c.chat = parse_on_off("--chat", *o.chat);
   if (o.chunked_prefill) c.chunked_prefill = *o.chunked_prefill;
@@ -236,10 +241,19 @@ Constraints resolve(const std::optional<fs::path>& file, const Overrides& o) {
   if (o.memory_mb) c.targets.memory_mb = *o.memory_mb;
   if (o.tuning) c.tuning = *o.tuning;
   if (file && (o.model || o.platform || o.dtype || o.threads || o.tensor_parallel || o.mode || o.numerics ||
-               o.max_batch || o.max_context || o.kv_block_size || o.prefix_cache || o.chat || o.chunked_prefill))
+               o.max_batch || o.max_context || o.kv_block_size || o.kv_blocks || o.prefix_cache || o.chat || o.chunked_prefill))
     c.source += " + command line";
   validate(c);
   return c;
+}
+
+void check_kv_blocks(const Constraints& c, int max_context) {
+  if (c.kv_blocks == 0 || max_context <= 0 || c.kv_block_size <= 0) return;
+  const int needed = (max_context + c.kv_block_size - 1) / c.kv_block_size;
+  if (c.kv_blocks < needed)
+    fail(c.source, ": field 'runtime.kv_blocks': ", c.kv_blocks, " blocks of ", c.kv_block_size,
+         " tokens cannot hold one sequence of max_context ", max_context, " tokens; expected 0 (max_batch x max_context) "
+         "or at least ", needed);
 }
 
 void validate(const Constraints& c) {
@@ -264,6 +278,8 @@ void validate(const Constraints& c) {
     fail(s, ": field 'runtime.kv_block_size': expected a power of two, got ", c.kv_block_size);
   if (c.max_context > 0 && c.kv_block_size > c.max_context)
     fail(s, ": field 'runtime.kv_block_size': ", c.kv_block_size, " is larger than runtime.max_context (", c.max_context, ")");
+  check_range(s, "runtime.kv_blocks", c.kv_blocks, 0, 1 << 24);
+  check_kv_blocks(c, c.max_context);
   check_range(s, "runtime.chunked_prefill", c.chunked_prefill, 0, c.max_context > 0 ? c.max_context : 1 << 24);
   check_range(s, "targets.ttft_ms", c.targets.ttft_ms, 0, 1e9);
   check_range(s, "targets.tpot_ms", c.targets.tpot_ms, 0, 1e9);

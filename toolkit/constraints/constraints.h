@@ -31,6 +31,9 @@ struct Constraints {
   int max_batch = 1;
   int max_context = 0;              // tokens per sequence (prompt + generated); 0 = min(4096, the model's maximum)
   int kv_block_size = 16;
+  // KV-cache blocks in the pool, allocated once; 0 = max_batch x ceil(max_context / kv_block_size), so every
+  // sequence can reach max_context at once. Fewer (at least one full context) lets requests wait for blocks.
+  int kv_blocks = 0;
   bool prefix_cache = false;
   // The chat template interpreter (`chat`, `generate --chat`): not set = on for serve (POST /v1/chat/completions),
   // off otherwise. Use wants_chat().
@@ -50,13 +53,13 @@ struct Constraints {
 // Command-line overrides: each set field replaces the file's value.
 struct Overrides {
   std::optional<std::string> model, platform, dtype, mode, numerics, prefix_cache, chat;
-  std::optional<int> threads, tensor_parallel, max_batch, max_context, kv_block_size, chunked_prefill;
+  std::optional<int> threads, tensor_parallel, max_batch, max_context, kv_block_size, kv_blocks, chunked_prefill;
   std::optional<double> ttft_ms, tpot_ms, throughput_tok_s, memory_mb;
   std::optional<std::map<std::string, int>> tuning;  // replaces the file's [tuning] table as a whole
 };
 
 // Adds --model, --platform, --dtype, --threads, --tp, --mode, --numerics, --max-batch, --max-context,
-// --kv-block-size, --prefix-cache, --chat, --chunked-prefill, --ttft-ms, --tpot-ms, --throughput, --memory-mb to `cmd`.
+// --kv-block-size, --kv-blocks, --prefix-cache, --chat, --chunked-prefill, --ttft-ms, --tpot-ms, --throughput, --memory-mb to `cmd`.
 void add_override_options(CLI::App* cmd, Overrides& overrides);
 
 // Parses a constraints file (TOML). Relative model paths are relative to the file's directory.
@@ -67,5 +70,9 @@ Constraints resolve(const std::optional<std::filesystem::path>& file, const Over
 
 // Range and enum checks that need nothing but the constraints themselves.
 void validate(const Constraints& c);
+// runtime.kv_blocks against a context of max_context tokens (0: not resolved yet, nothing to check): 0, or enough
+// blocks for one sequence of the whole context (a request that fits max_context must fit the pool). mi::Error
+// naming the field otherwise.
+void check_kv_blocks(const Constraints& c, int max_context);
 
 }  // namespace mi::constraints

@@ -474,6 +474,7 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
     if (plan.constraints.kv_block_size > plan.constraints.max_context)
       fail(c.source, ": field 'runtime.kv_block_size': ", c.kv_block_size, " is larger than the context (",
            plan.constraints.max_context, ")");
+    constraints::check_kv_blocks(plan.constraints, plan.constraints.max_context);
   }
   // The prefix cache is a layer over the KV cache (contract prefix_cache) driven by the serving loop
   // (components/server/); the offline command line runs one request at a time and has nothing to share.
@@ -618,6 +619,7 @@ std::string Plan::to_text() const {
       << (host_supported ? ", runs on this host" : ", NOT runnable on this host") << ")\n";
   out << "runtime   mode " << constraints.mode << ", numerics " << constraints.numerics << ", max_batch "
       << constraints.max_batch << ", max_context " << constraints.max_context << ", kv_block " << constraints.kv_block_size
+      << ", kv_blocks " << (constraints.kv_blocks ? std::to_string(constraints.kv_blocks) : std::string("max_batch x max_context"))
       << ", chunked_prefill " << constraints.chunked_prefill << "\n\n";
   out << "contracts\n";
   for (const auto& r : requirements) {

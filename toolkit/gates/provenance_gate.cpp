@@ -76,6 +76,7 @@ std::map<std::string, std::string> regenerate(const generator::Engine& engine) {
   o.max_context = c.at("max_context").get<int>();
   o.tuning = c.value("tuning", std::map<std::string, int>{});
   o.kv_block_size = c.at("kv_block_size").get<int>();
+  o.kv_blocks = c.value("kv_blocks", 0);
   o.chunked_prefill = c.at("chunked_prefill").get<int>();
   const nlohmann::json& t = c.at("targets");
   o.ttft_ms = t.at("ttft_ms").get<double>();

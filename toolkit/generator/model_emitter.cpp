@@ -74,7 +74,8 @@ class Model {
         store_(mi::io::WeightStore::open(checkpoint_dir)),
         pool_(options_.threads),
         rotary_(kHeadDim, options_.max_context, config::kRopeTheta, rope_scaling(), config::kRotaryDim),
-        cache_({kKvLayers, kKvHeads, kHeadDim, options_.max_batch, options_.max_context, options_.kv_block_size}),
+        cache_({kKvLayers, kKvHeads, kHeadDim, options_.max_batch, options_.max_context, options_.kv_block_size,
+                options_.kv_blocks}),
 @STATE_INIT@        arena_(scratch_plan(options_).bytes) {
     check_config(checkpoint_dir);
     mi::io::check_required_weights(store_, required_weights(), mi::io::DType::@DTYPE_ENUM@);
@@ -305,6 +306,7 @@ inline constexpr int kThreads = @THREADS@;
 inline constexpr int kMaxBatch = @MAX_BATCH@;
 inline constexpr int kMaxContext = @MAX_CONTEXT@;
 inline constexpr int kKvBlockSize = @KV_BLOCK@;
+inline constexpr int kKvBlocks = @KV_BLOCKS@;  // blocks in the KV pool; 0 = max_batch x ceil(max_context / kKvBlockSize)
 inline constexpr int kChunkedPrefill = @CHUNKED@;
 inline constexpr bool kFastNumericsDefault = @FAST@;
 inline constexpr bool kFastNumericsOffered = @FAST_OFFERED@;  // --mode fast runs (else it is refused: @FAST_WITHHELD@)
@@ -490,6 +492,7 @@ std::string emit_engine_config(const ckb::Family& family, const coverage::Plan& 
       {"@MAX_BATCH@", std::to_string(plan.constraints.max_batch)},
       {"@MAX_CONTEXT@", std::to_string(plan.constraints.max_context)},
       {"@KV_BLOCK@", std::to_string(plan.constraints.kv_block_size)},
+      {"@KV_BLOCKS@", std::to_string(plan.constraints.kv_blocks)},
       {"@CHUNKED@", std::to_string(plan.constraints.chunked_prefill)},
       {"@FAST@", plan.constraints.numerics == "fast" ? "true" : "false"},
       {"@FAST_OFFERED@", plan.fast_numerics ? "true" : "false"},

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "common/error.h"
 
 using mi::runtime::KvCache;
@@ -25,6 +27,34 @@ TEST(KvCache, SizesFromShape) {
   EXPECT_EQ(cache.total_blocks(), 2u * 3u);  // 2 sequences x ceil(10 / 4)
   EXPECT_EQ(cache.bytes(), 6u * (2 * 2 * 3 * 4 * 4) * sizeof(float));
   EXPECT_EQ(cache.free_blocks(), 6u);
+}
+
+// runtime.kv_blocks: a pool smaller than the worst case is allocated as asked (memory follows it), holds one whole
+// context, and refuses an append past its last block; fewer blocks than one context is refused up front.
+TEST(KvCache, PoolSizeFromTotalBlocks) {
+  KvCacheShape s = small_shape();
+  s.max_sequences = 4;
+  s.total_blocks = 4;  // worst case would be 4 x 3
+  KvCache cache(s);
+  EXPECT_EQ(cache.total_blocks(), 4u);
+  EXPECT_EQ(cache.bytes(), 4u * (2 * 2 * 3 * 4 * 4) * sizeof(float));
+  const int a = cache.allocate_sequence(), b = cache.allocate_sequence();
+  cache.append(a, 10);  // 3 blocks: a whole context
+  cache.append(b, 4);   // the last block
+  EXPECT_EQ(cache.free_blocks(), 0u);
+  EXPECT_THROW(cache.append(b, 1), mi::Error);
+  EXPECT_EQ(cache.length(b), 4);  // the failed append changed nothing
+  cache.free_sequence(a);
+  EXPECT_EQ(cache.append(b, 1), 4);
+  s.total_blocks = 2;  // < ceil(10 / 4)
+  try {
+    KvCache too_small(s);
+    ADD_FAILURE() << "a pool that cannot hold one context was accepted";
+  } catch (const mi::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("total_blocks"), std::string::npos) << e.what();
+  }
+  s.total_blocks = -1;
+  EXPECT_THROW(KvCache{s}, mi::Error);
 }
 
 TEST(KvCache, RejectsBadShape) {

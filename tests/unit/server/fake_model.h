@@ -8,6 +8,8 @@
 // tokenizer); its logit is 8, every other 0, so greedy is exact and sampling still has a spread.
 #pragma once
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
@@ -24,8 +26,9 @@ class FakeModelT {
   static constexpr int kFirst = 33;  // '!' .. in the byte-level alphabet
   static constexpr int kSpan = 58;
 
-  FakeModelT(int vocab, int max_batch, int max_context, int block)
-      : vocab_(vocab), cache_({1, 1, 4, max_batch, max_context, block}) {}
+  // kv_blocks: the pool (0 = max_batch x max_context worth), as runtime.kv_blocks sizes a generated engine's.
+  FakeModelT(int vocab, int max_batch, int max_context, int block, int kv_blocks = 0)
+      : vocab_(vocab), cache_({1, 1, 4, max_batch, max_context, block, kv_blocks}) {}
 
   engine::ModelFacts facts() const { return {"FakeForCausalLM", "fake", "scalar", vocab_, 1 << 20}; }
   int vocab_size() const { return vocab_; }
@@ -37,6 +40,7 @@ class FakeModelT {
 
   void forward(int seq, const int32_t* ids, int n, float* logits, bool all_rows) {
     if (all_rows) throw std::logic_error("FakeModel: all_rows is not used by the server");
+    before_step(&seq, n == 1 ? 1 : 0);
     const int start = cache_.append(seq, n);
     for (int i = 0; i < n; ++i) cache_.key(seq, 0, 0, start + i)[0] = float(ids[i]);
     write_logits(seq, logits);
@@ -46,6 +50,7 @@ class FakeModelT {
   void forward_batch(const int* seqs, const int32_t* ids, int n, float* logits)
     requires kBatched
   {
+    before_step(seqs, n);
     for (int b = 0; b < n; ++b) {
       const int pos = cache_.append(seqs[b], 1);
       cache_.key(seqs[b], 0, 0, pos)[0] = float(ids[b]);
@@ -68,12 +73,25 @@ class FakeModelT {
     return out;
   }
 
+  // Fault injection: the first decode step that would take a sequence to fail_at_length tokens throws (once), as a
+  // model failing mid-request would; every step first sleeps step_delay_ms (so tests can queue requests behind one).
+  std::atomic<int> fail_at_length{-1};
+  std::atomic<int> step_delay_ms{0};
+
   int eos_ = 0;  // id 0 ('!' is 0 in Qwen3's byte-level alphabet, never produced: kFirst > 0)
   std::atomic<long long> prefilled_tokens{0};
   std::atomic<int> batch_calls{0};
   std::atomic<int> max_batch_seen{0};
 
  private:
+  void before_step(const int* seqs, int decodes) {
+    if (step_delay_ms.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms.load()));
+    int at = fail_at_length.load();
+    for (int b = 0; b < decodes && at >= 0; ++b)
+      if (cache_.length(seqs[b]) + 1 == at && fail_at_length.compare_exchange_strong(at, -1))
+        throw std::runtime_error("injected model failure");
+  }
+
   void write_logits(int seq, float* logits) {
     long long h = 0;
     const int n = cache_.length(seq);

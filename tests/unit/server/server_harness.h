@@ -31,7 +31,7 @@ struct HarnessOptions {
   int block = 4;
   int chunked_prefill = 0;
   int max_waiting = 64;
-  int kv_blocks = 0;  // the scheduler's KV budget in blocks; 0 = max_batch x max_context
+  int kv_blocks = 0;  // the KV pool in blocks (the model's cache and the scheduler's budget); 0 = max_batch x max_context
   std::size_t max_body_bytes = 1u << 20;
 };
 
@@ -43,7 +43,7 @@ class BasicHarness {
   explicit BasicHarness(const HarnessOptions& o = {})
       : tokenizer_(tok::Tokenizer::load(tokenizer_dir())),
         template_(chat::ChatTemplate::load(tokenizer_dir())),
-        model_(int(tokenizer_.vocab_size()), o.max_batch, o.max_context, o.block),
+        model_(int(tokenizer_.vocab_size()), o.max_batch, o.max_context, o.block, o.kv_blocks),
         loop_(model_, &tokenizer_, loop_options(o), metrics_),
         http_(loop_, context(o), metrics_, http_options(o)) {
     port_ = http_.bind();

@@ -217,6 +217,43 @@ TEST(ServerHttp, AnEngineWithoutTheBatchedPathServesOneRequestAtATime) {
   EXPECT_EQ(h.model().prefilled_tokens.load(), 3 + 5 + 7 + 9 + 4 * 11) << "every decode went through forward()";
 }
 
+// The model throws in the middle of a request: that request (running) ends with an error object in its 200 body and
+// is counted as 500 in /metrics; a request waiting behind it never touched the model, so it queues again and
+// finishes with the right tokens instead of sharing the failure.
+TEST(ServerHttp, AModelFailureFailsTheRunningRequestAndRequeuesTheWaitingOne) {
+  HarnessOptions o;
+  o.max_batch = 1;
+  Harness h(o);
+  const std::vector<int32_t> a_prompt = prompt_of(6, 1), b_prompt = prompt_of(7, 2);
+  h.model().step_delay_ms = 20;
+  h.model().fail_at_length = 6 + 40;  // a's 40th decode step: about 0.8 s in
+  auto a = std::async(std::launch::async, [&] {
+    return post(h, "/v1/completions", R"({"model": "fake", "temperature": 0, "max_tokens": 60, "prompt": )" + ids_json(a_prompt) + "}");
+  });
+  const auto wait_for = [&](auto done) {
+    for (int i = 0; i < 400 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return done();
+  };
+  ASSERT_TRUE(wait_for([&] { return h.loop().gauges().running == 1; }));
+  auto b = std::async(std::launch::async, [&] {
+    return post(h, "/v1/completions", R"({"model": "fake", "temperature": 0, "max_tokens": 8, "prompt": )" + ids_json(b_prompt) + "}");
+  });
+  ASSERT_TRUE(wait_for([&] { return h.loop().gauges().waiting == 1; })) << "b must queue behind a";
+  const Json ra = a.get();
+  ASSERT_TRUE(ra.contains("error")) << ra.dump();
+  EXPECT_EQ(ra["error"]["type"], "server_error");
+  EXPECT_NE(ra["error"]["message"].get<std::string>().find("injected model failure"), std::string::npos) << ra.dump();
+  EXPECT_EQ(h.model().fail_at_length.load(), -1) << "the failure fired while b was waiting";
+  h.model().step_delay_ms = 0;
+  const Json rb = b.get();
+  EXPECT_EQ(rb["choices"][0]["text"], h.text_of(FakeModel::expected(b_prompt, 8))) << rb.dump();
+  httplib::Client c = h.client();
+  const std::string metrics = c.Get("/metrics")->body;
+  EXPECT_NE(metrics.find("metainfer_requests_total{endpoint=\"/v1/completions\",status=\"500\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("metainfer_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_EQ(h.model().kv_cache().free_blocks(), h.model().kv_cache().total_blocks());
+}
+
 TEST(ServerHttp, ChunkedPrefillGivesTheSameOutput) {
   HarnessOptions o;
   o.chunked_prefill = 3;
@@ -309,6 +346,7 @@ TEST(ServerHttp, RequestsWaitForKvBlocksWhenThePoolIsShort) {
   o.block = 4;
   o.kv_blocks = 20;
   Harness h(o);
+  EXPECT_EQ(h.model().kv_cache().total_blocks(), 20u) << "the model's pool itself, not only the scheduler's budget";
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 4; ++i) prompts.push_back(prompt_of(20, 30 + i));
   std::vector<std::future<Json>> rs;

@@ -471,6 +471,9 @@ TEST(Plan, ImpossibleValuesExitTwoNamingTheField) {
       {{"--dtype", "int4"}, "platform.dtype"},
       {{"--platform", "riscv"}, "platform.name"},
       {{"--kv-block-size", "12"}, "runtime.kv_block_size"},
+      {{"--max-context", "64", "--kv-blocks", "3"}, "runtime.kv_blocks"},  // 64 tokens need 4 blocks of 16
+      {{"--kv-blocks", "3"}, "runtime.kv_blocks"},                        // the resolved context (512) needs 32
+      {{"--kv-blocks", "-1"}, "runtime.kv_blocks"},
       {{"--mode", "train"}, "runtime.mode"},
       {{"--threads", "-1"}, "platform.threads"},
       {{"--max-batch", "0"}, "runtime.max_batch"},
@@ -509,7 +512,7 @@ TEST(Constraints, GoodFileWithOverrides) {
   mi_test::TempDir dir("constraints");
   mi_test::write_text(dir / "c.toml",
                       "[model]\npath = \"" + golden("qwen3-tiny").string() + "\"\n[platform]\nname = \"auto\"\ndtype = \"bf16\"\n"
-                      "threads = 1\n[runtime]\nmode = \"offline\"\nmax_batch = 4\nmax_context = 256\nkv_block_size = 32\n"
+                      "threads = 1\n[runtime]\nmode = \"offline\"\nmax_batch = 4\nmax_context = 256\nkv_block_size = 32\nkv_blocks = 20\n"
                       "chunked_prefill = 64\n[targets]\nttft_ms = 100\ntpot_ms = 20.5\n");
   const auto r = metainfer({"plan", (dir / "c.toml").string(), "--threads", "2", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -518,6 +521,7 @@ TEST(Constraints, GoodFileWithOverrides) {
   EXPECT_EQ(c.at("max_batch"), 4);
   EXPECT_EQ(c.at("max_context"), 256);
   EXPECT_EQ(c.at("kv_block_size"), 32);
+  EXPECT_EQ(c.at("kv_blocks"), 20);
   EXPECT_EQ(c.at("chunked_prefill"), 64);
   EXPECT_DOUBLE_EQ(c.at("targets").at("tpot_ms").get<double>(), 20.5);
   // A relative model path is relative to the constraints file.

@@ -1,5 +1,6 @@
-// A real generated serve engine (runtime.mode = "serve", max_batch 8, prefix cache on, chunked prefill 16) on a
-// synthesised tiny Qwen3 with the real tokenizer, run as a process and driven over HTTP on loopback: the tokens it
+// A real generated serve engine (runtime.mode = "serve", max_batch 8, a KV pool of 96 blocks, prefix cache on,
+// chunked prefill 16) on a synthesised tiny Qwen3 with the real tokenizer, run as a process and driven over HTTP on
+// loopback: the tokens it
 // serves are the tokens the same engine generates offline (which the gates verified against the reference
 // forward), alone and among concurrent requests; the prefix cache is hit; the official OpenAI SDK speaks to it
 // unchanged; SIGTERM drains.
@@ -30,7 +31,7 @@ class ServeEngine : public ::testing::Test {
     ASSERT_EQ(s.exit_code, 0) << s.out << s.err;
     ASSERT_TRUE(fs::exists(model() / "tokenizer.json")) << "synth-model wrote no tokenizer; run ./setup.sh";
     const auto g = metainfer({"generate", "--model", model().string(), "--mode", "serve", "--max-batch", "8",
-                              "--prefix-cache", "on", "--chunked-prefill", "16", "--max-context", "512", "--threads", "2",
+                              "--prefix-cache", "on", "--chunked-prefill", "16", "--max-context", "512", "--kv-blocks", "96", "--threads", "2",
                               "-o", engine().string(), "--json"},
                              1800);
     ASSERT_EQ(g.exit_code, 0) << g.out << g.err;
@@ -93,6 +94,7 @@ class ServeEngine : public ::testing::Test {
   static void ReportsWhatItServes() {
     EXPECT_EQ(server_->ready()["event"], "listening");
     EXPECT_EQ(server_->ready()["max_batch"], 8);
+    EXPECT_EQ(server_->ready()["kv_blocks"], 96);  // runtime.kv_blocks sized the pool (worst case: 8 x 512 / 16 = 256)
     EXPECT_EQ(server_->ready()["prefix_cache"], true);
     EXPECT_EQ(server_->ready()["chat"], true);
     httplib::Client c = client(server_->port());
