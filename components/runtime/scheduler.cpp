@@ -116,12 +116,19 @@ const StepPlan& Scheduler::next_step() {
   }
   waiting_.erase(waiting_.begin(), waiting_.begin() + std::ptrdiff_t(admitted));
 
+  // Prefill token budget: chunked_prefill tokens per step over all prefilling requests, in admission order. The
+  // oldest prefilling request always advances; a later one advances only if its whole next chunk still fits, so a
+  // request's chunk boundaries never depend on what else runs (its logits do not either).
+  const bool budgeted = limits_.chunked_prefill > 0;
+  int prefill_tokens = 0;
   for (const int id : running_) {
     const RequestStatus& s = requests_.at(id);
     if (s.state == RequestState::prefilling) {
       const int prompt = int(s.prompt_ids.size());
       const int left = prompt - s.prefilled;
-      const int count = limits_.chunked_prefill > 0 ? std::min(limits_.chunked_prefill, left) : left;
+      const int count = budgeted ? std::min(limits_.chunked_prefill, left) : left;
+      if (budgeted && prefill_tokens > 0 && prefill_tokens + count > limits_.chunked_prefill) continue;
+      prefill_tokens += count;
       plan_.prefills.push_back({id, s.prefilled, count, s.prefilled + count == prompt});
     } else {
       plan_.decodes.push_back(id);

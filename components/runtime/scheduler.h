@@ -7,12 +7,16 @@
 //               whole budget, ceil((prompt + max_new_tokens) / kv_block_size) blocks (reserved up front, so a
 //               running request can never run out of cache and nothing ever has to be preempted).
 //   prefilling  its prompt is fed in chunks of chunked_prefill tokens (the whole prompt when 0). The step that
-//               feeds the last chunk also samples the first generated token.
+//               feeds the last chunk also samples the first generated token. With chunked_prefill > 0 it is also
+//               the step's prefill budget: the prefilling requests share chunked_prefill tokens per step in
+//               admission order (the oldest always advances; a later one only if its next whole chunk fits), so a
+//               burst of arrivals delays the running decodes by at most about one chunk per step.
 //   decoding    one token per step: the last generated token is fed and the next one sampled.
 //   finished    on an EOS id, a stop string (detected by the caller on the text, reported in TokenResult::stop),
 //               max_new_tokens generated, or cancel(); its slot and blocks are free for the next step's admissions.
-// Every step advances every running request by exactly one prefill chunk or one token (failure mode BUG-004-2:
-// a request that is running but not advanced makes generation hang).
+// Every step advances every decoding request by exactly one token and at least the oldest prefilling request by one
+// chunk (failure mode BUG-004-2: a step that advances nothing while requests run makes generation hang; a prefilling
+// request left out waits at most until the ones before it finish their prefill).
 //
 // Prefix cache: an admission hook (set_admission_hook) is told of every request next_step() admits and answers
 // how many prompt tokens are already in the KV cache (PrefixCache::attach, runtime/prefix_cache.h); the request's
@@ -41,7 +45,7 @@ struct SchedulerLimits {
   int max_batch = 1;        // requests running at once
   int max_context = 512;    // tokens per request: prompt + generated
   int kv_block_size = 16;   // token positions per KV block
-  int chunked_prefill = 0;  // prompt tokens per prefill step; 0 = whole prompt in one step
+  int chunked_prefill = 0;  // prompt tokens per prefill chunk and per step (all requests); 0 = whole prompts, no budget
   int kv_blocks = 0;        // blocks in the KV pool; 0 = max_batch * ceil(max_context / kv_block_size)
 };
 

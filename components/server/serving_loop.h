@@ -5,8 +5,9 @@
 // every running request advances by one prefill chunk (chunked prefill, runtime.chunked_prefill tokens) or one
 // token. All decoding requests of a step go through Model::forward_batch together: one pass over the weights for
 // the whole batch (an engine generated for max_batch 1 has no forward_batch and decodes its one request alone).
-// Prefill chunks run per request in the same step, so a long prompt delays the running decodes
-// by at most one chunk.
+// Prefill chunks run per request in the same step, within the scheduler's per-step prefill budget (chunked_prefill
+// tokens over all prefilling requests, the oldest always advancing), so neither a long prompt nor a burst of new
+// ones delays the running decodes by much more than one chunk per step.
 //
 // KV memory: the Scheduler reserves a request's whole budget (prompt + max_tokens) in KV blocks when it admits it,
 // so the pool is never overcommitted and nothing is preempted: a request that does not fit waits in FIFO order.

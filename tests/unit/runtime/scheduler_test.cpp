@@ -1,6 +1,6 @@
 // Scheduler (ckb/contracts/scheduler.toml): the request state machine, chunked prefill step counting, admission
 // by max_batch and KV blocks, rejection, finishing on EOS / stop / length, freeing, and the BUG-004-2 invariant
-// that every step advances every running request by exactly one chunk or one token.
+// that every step advances every decoding request by one token and at least the oldest prefill by one chunk.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -118,38 +118,94 @@ TEST(Scheduler, ChunkEqualToPromptAndLargerThanPromptIsOneStep) {
   }
 }
 
-// BUG-004-2: with many requests of different lengths arriving over time, every step plans each running request
-// exactly once, and the number of steps each request spends running is exactly its chunk count + tokens - 1.
-TEST(Scheduler, EveryStepAdvancesEveryRunningRequestByOne) {
+// BUG-004-2: with many requests of different lengths arriving over time, every step advances every decoding request
+// by one token and at least the oldest prefilling request by one chunk, no request twice; a later prefilling request
+// only advances when its whole next chunk fits the step's budget of chunked_prefill tokens. The number of steps each
+// request is planned is exactly its chunk count + tokens - 1, and every request finishes.
+TEST(Scheduler, EveryStepAdvancesEveryDecodeAndTheOldestPrefillWithinTheBudget) {
   Scheduler s(limits(3, 128, 5));
-  std::map<int, int> steps_running, expected_steps;
-  const std::vector<std::pair<int, int>> shapes{{1, 4}, {12, 2}, {5, 9}, {23, 1}, {7, 7}, {16, 3}, {2, 12}};
+  std::map<int, int> steps_planned, expected_steps;
+  const std::vector<std::pair<int, int>> shapes{{1, 4}, {12, 2}, {5, 9}, {23, 1}, {7, 7}, {16, 3}, {2, 12}, {9, 3}, {3, 5}};
   std::size_t next_submit = 0;
   int step = 0;
+  bool some_prefill_waited = false;
   while (next_submit < shapes.size() || s.has_work()) {
     if (next_submit < shapes.size() && step % 2 == 0) {  // a request arrives every other step
       const auto [prompt, gen] = shapes[next_submit++];
       const int id = s.submit(request(prompt, gen));
       expected_steps[id] = (prompt + 4) / 5 + gen - 1;
     }
-    const int running_before_admission = s.running();
     const StepPlan& plan = s.next_step();
     std::multiset<int> planned;
-    for (const auto& p : plan.prefills) planned.insert(p.request);
+    int prefill_tokens = 0;
+    for (const auto& p : plan.prefills) {
+      planned.insert(p.request);
+      EXPECT_EQ(p.first, s.status(p.request).prefilled) << "chunks follow each other";
+      EXPECT_EQ(p.count, std::min(5, int(s.status(p.request).prompt_ids.size()) - p.first)) << "fixed chunk boundaries";
+      prefill_tokens += p.count;
+    }
+    if (plan.prefills.size() > 1) EXPECT_LE(prefill_tokens, 5) << "step " << step << " exceeds the prefill budget";
     for (const int id : plan.decodes) planned.insert(id);
-    EXPECT_EQ(int(planned.size()), running_before_admission + int(plan.admitted.size()));
-    EXPECT_EQ(int(planned.size()), s.running());
+    // Which running requests must be in the plan: every decoding one, and the oldest prefilling one.
+    int oldest_prefilling = -1, prefilling = 0, decoding = 0;
+    for (int id = 0; id < int(next_submit); ++id) {
+      const auto state = s.status(id).state;
+      if (state == RequestState::prefilling) {
+        ++prefilling;
+        if (oldest_prefilling < 0) oldest_prefilling = id;
+      } else if (state == RequestState::decoding) {
+        ++decoding;
+        EXPECT_EQ(planned.count(id), 1u) << "decoding request " << id << " not advanced at step " << step;
+      }
+    }
+    if (oldest_prefilling >= 0) EXPECT_EQ(planned.count(oldest_prefilling), 1u) << "oldest prefill left out";
+    EXPECT_EQ(int(plan.decodes.size()), decoding);
+    some_prefill_waited = some_prefill_waited || int(plan.prefills.size()) < prefilling;
     EXPECT_LE(s.running(), 3);
     for (const int id : planned) {
       EXPECT_EQ(planned.count(id), 1u) << "request " << id << " planned twice";
-      ++steps_running[id];
+      ++steps_planned[id];
     }
     s.complete_step(tokens_for(plan));
     ++step;
     ASSERT_LT(step, 1000) << "scheduler does not make progress";
   }
-  EXPECT_EQ(steps_running, expected_steps);
+  EXPECT_TRUE(some_prefill_waited) << "the workload never exercised the budget";
+  EXPECT_EQ(steps_planned, expected_steps);
+  for (const auto& [id, steps] : expected_steps) EXPECT_EQ(s.status(id).state, RequestState::finished);
   EXPECT_EQ(s.free_kv_blocks(), s.limits().kv_blocks);
+}
+
+// Without chunked prefill there is no budget: every admitted prompt is prefilled whole in the step it arrives.
+TEST(Scheduler, WithoutChunkedPrefillEveryNewPromptPrefillsAtOnce) {
+  Scheduler s(limits(4, 128, 0));
+  for (int i = 0; i < 3; ++i) s.submit(request(20 + i, 2));
+  const StepPlan& plan = s.next_step();
+  ASSERT_EQ(plan.prefills.size(), 3u);
+  for (const auto& p : plan.prefills) EXPECT_TRUE(p.last);
+  s.complete_step(tokens_for(plan));
+}
+
+// A burst of long prompts: one chunk per step between the running decodes, not one chunk per new request.
+TEST(Scheduler, ABurstOfPromptsSharesOneChunkPerStep) {
+  Scheduler s(limits(4, 256, 16));
+  const int running = s.submit(request(4, 50));
+  s.complete_step(tokens_for(s.next_step()));  // prefilled; decoding from now on
+  for (int i = 0; i < 3; ++i) s.submit(request(40, 2));
+  int steps = 0;
+  while (s.status(3).state != RequestState::decoding) {
+    const StepPlan& plan = s.next_step();
+    int tokens = 0;
+    for (const auto& p : plan.prefills) tokens += p.count;
+    EXPECT_LE(tokens, 16);
+    ASSERT_EQ(plan.decodes.size(), std::size_t(1 + (s.status(1).state == RequestState::decoding) +
+                                                (s.status(2).state == RequestState::decoding)));
+    EXPECT_EQ(plan.decodes[0], running);
+    s.complete_step(tokens_for(plan));
+    ASSERT_LT(++steps, 100);
+  }
+  EXPECT_EQ(steps, 9);  // 3 prompts x 3 chunks (16, 16, 8), one per step: an 8-token last chunk and the next
+                        // request's 16-token first chunk do not fit one budget of 16
 }
 
 TEST(Scheduler, AdmissionLimitedByMaxBatchInArrivalOrder) {
@@ -262,8 +318,12 @@ TEST(Scheduler, ZeroMaxNewTokensFinishesAtSubmit) {
 
 TEST(Scheduler, CompleteStepChecksResultsAgainstThePlan) {
   Scheduler s(limits(2, 64, 2));
-  const int a = s.submit(request(4, 3)), b = s.submit(request(1, 3));
-  const StepPlan& plan = s.next_step();  // a: chunk [0,2) (no token), b: whole prompt (samples)
+  const int b = s.submit(request(1, 3)), a = s.submit(request(4, 3));
+  s.complete_step(tokens_for(s.next_step()));  // b's prompt (samples); a's first chunk does not fit the budget of 2
+  ASSERT_EQ(s.status(b).state, RequestState::decoding);
+  const StepPlan& plan = s.next_step();  // a: chunk [0,2) (no token), b: a decode (samples)
+  ASSERT_EQ(plan.prefills.size(), 1u);
+  EXPECT_EQ(plan.prefills[0].request, a);
   EXPECT_THROW(s.next_step(), mi::Error);  // previous step not completed
   const std::vector<TokenResult> none;
   const std::vector<TokenResult> for_a{{a, 1}};
@@ -274,10 +334,10 @@ TEST(Scheduler, CompleteStepChecksResultsAgainstThePlan) {
   EXPECT_THROW(s.complete_step(twice), mi::Error);
   EXPECT_THROW(s.complete_step(stranger), mi::Error);
   EXPECT_EQ(s.status(a).prefilled, 0);  // failed completions change nothing
-  EXPECT_TRUE(s.status(b).output_ids.empty());
+  EXPECT_EQ(s.status(b).output_ids.size(), 1u);
   EXPECT_NO_THROW(s.complete_step(tokens_for(plan)));
   EXPECT_EQ(s.status(a).prefilled, 2);
-  EXPECT_EQ(s.status(b).output_ids.size(), 1u);
+  EXPECT_EQ(s.status(b).output_ids.size(), 2u);
 }
 
 TEST(Scheduler, ReleaseForgetsOnlyFinishedRequests) {
@@ -315,12 +375,17 @@ TEST(Scheduler, CancelPrefillingAndDecodingRequestsFreesTheirBlocks) {
   SchedulerLimits l = limits(4, 64, 2, 4);
   l.kv_blocks = 4;
   Scheduler s(l);
-  const int a = s.submit(request(6, 2));  // 2 blocks, 3 prefill chunks
   const int b = s.submit(request(1, 7));  // 2 blocks, decodes from step 2
+  const int a = s.submit(request(6, 2));  // 2 blocks, 3 prefill chunks from step 2 (step 1's budget goes to b)
   const int c = s.submit(request(4, 4));  // 2 blocks: waits
   const StepPlan& p1 = s.next_step();
-  EXPECT_EQ(p1.admitted, (std::vector<int>{a, b}));
+  EXPECT_EQ(p1.admitted, (std::vector<int>{b, a}));
   s.complete_step(tokens_for(p1));
+  const StepPlan& p1b = s.next_step();
+  EXPECT_EQ(p1b.decodes, std::vector<int>{b});
+  ASSERT_EQ(p1b.prefills.size(), 1u);
+  EXPECT_EQ(p1b.prefills[0].request, a);
+  s.complete_step(tokens_for(p1b));
   EXPECT_EQ(s.status(a).state, RequestState::prefilling);
   EXPECT_EQ(s.status(b).state, RequestState::decoding);
   EXPECT_EQ(s.free_kv_blocks(), 0);
@@ -340,7 +405,7 @@ TEST(Scheduler, CancelPrefillingAndDecodingRequestsFreesTheirBlocks) {
 
   s.cancel(b);  // decoding
   EXPECT_EQ(s.status(b).finish_reason, FinishReason::cancelled);
-  EXPECT_EQ(s.status(b).output_ids.size(), 2u);  // what it generated is kept
+  EXPECT_EQ(s.status(b).output_ids.size(), 3u);  // what it generated is kept
   EXPECT_EQ(s.free_kv_blocks(), 2);
   s.cancel(b);  // finished: no-op
   EXPECT_EQ(s.free_kv_blocks(), 2);
