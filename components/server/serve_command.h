@@ -114,7 +114,8 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
   lo.limits.max_batch = info.max_batch;
   lo.limits.max_context = info.max_context;
   lo.limits.kv_block_size = info.kv_block_size;
-  lo.limits.kv_blocks = info.kv_blocks;  // the scheduler admits against the pool the model really allocated
+  // The scheduler admits against the pool the model really allocated (one number, read from the cache itself).
+  lo.limits.kv_blocks = int(model.kv_cache().total_blocks());
   lo.limits.chunked_prefill = info.chunked_prefill;
   lo.max_waiting = s.max_waiting;
   ServingLoop<M, Prefix> loop(model, tokenizer ? &*tokenizer : nullptr, lo, metrics);

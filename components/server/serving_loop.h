@@ -371,11 +371,13 @@ class ServingLoop {
   }
 
   // A failure of the model itself: every request that was running gets the error and the state starts over. A
-  // request still waiting never touched the model (no sequence, no KV blocks): it queues again, in arrival order.
+  // request still waiting that never got a sequence (its admission did not start) never touched the model: it queues
+  // again, in arrival order. One whose admission began (and threw) fails like the running ones, so a request that
+  // cannot be admitted is answered rather than retried for ever.
   void fail_all(const std::string& message) {
     std::vector<Pending> requeue;
     for (auto& [id, l] : live_) {
-      if (scheduler_->status(id).state == runtime::RequestState::waiting) {
+      if (l.sequence < 0 && scheduler_->status(id).state == runtime::RequestState::waiting) {
         requeue.push_back({std::move(l.request), std::move(l.channel), l.arrival});
         continue;
       }

@@ -356,7 +356,8 @@ json run_bench(const BenchOptions& o) {
     progress.done();
     if (r.is_object() && r.contains("supplementary") && r["supplementary"].contains("batch_scaling")) {
       supplementary["batch_scaling"] = r["supplementary"]["batch_scaling"];
-      supplementary["batch_scaling"]["source"] = "ENGINE bench --parts batch (in-process, Model::forward_batch)";
+      if (supplementary["batch_scaling"].value("available", false))
+        supplementary["batch_scaling"]["source"] = "ENGINE bench --parts batch (in-process, Model::forward_batch)";
     } else {
       if (error.empty()) error = bp + bg > max_context ? "prompt + decode steps exceed max_context" : "the engine's report has no batch_scaling";
       supplementary["batch_scaling"] = {{"available", false}, {"batch_sizes", sizes}, {"reason", "not available: " + error}};

@@ -279,6 +279,9 @@ void validate(const Constraints& c) {
   if (c.max_context > 0 && c.kv_block_size > c.max_context)
     fail(s, ": field 'runtime.kv_block_size': ", c.kv_block_size, " is larger than runtime.max_context (", c.max_context, ")");
   check_range(s, "runtime.kv_blocks", c.kv_blocks, 0, 1 << 24);
+  if (c.kv_blocks != 0 && c.mode != "serve")
+    fail(s, ": field 'runtime.kv_blocks': ", c.kv_blocks, " sizes the KV pool that a serve engine's requests share; mode ",
+         c.mode, " runs its sequences on caches it sizes itself; leave it 0 (or use mode = \"serve\")");
   check_kv_blocks(c, c.max_context);
   check_range(s, "runtime.chunked_prefill", c.chunked_prefill, 0, c.max_context > 0 ? c.max_context : 1 << 24);
   check_range(s, "targets.ttft_ms", c.targets.ttft_ms, 0, 1e9);

@@ -96,8 +96,10 @@ std::string engine_features(const coverage::Plan& plan) {
     else
       o << "// No prefix cache: every request prefills its whole prompt (runtime.prefix_cache is off).\n"
         << "using PrefixReuse = mi::server::NoPrefixCache;\n";
-    o << "// `serve`: the OpenAI-compatible HTTP server with continuous batching (max_batch " << plan.constraints.max_batch
-      << ").\n"
+    o << "// `serve`: the OpenAI-compatible HTTP server"
+      << (plan.constraints.max_batch > 1 ? " with continuous batching (max_batch " + std::to_string(plan.constraints.max_batch) + ")"
+                                         : std::string(", one request at a time (max_batch 1)"))
+      << ".\n"
       << "using ExtraCommands = mi::server::ServeCommand<PrefixReuse>;\n";
   } else {
     o << "using ExtraCommands = mi::engine::NoExtraCommands;\n";

@@ -835,7 +835,10 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
   width_expr += "})";
   std::ostringstream plan_code, take_code, fields;
   std::vector<std::string> order = {"x_", "h_"};
-  for (const auto& b : buffers) if (b != "x_" && b != "h_") order.push_back(b);
+  // Without the batched path, a buffer only the batched steps use (e.g. state_ptrs_) is not planned at all.
+  const std::string one_sequence_code = std::string(kModelTemplate) + layer_functions + final_steps + embed_step;
+  for (const auto& b : buffers)
+    if (b != "x_" && b != "h_" && (batched || one_sequence_code.find(b) != std::string::npos)) order.push_back(b);
   for (const auto& name : order) {
     const ScratchBuffer& b = scratch_buffer(name);
     plan_code << "    p.add<" << b.type << ">(" << b.count << ");\n";

@@ -208,6 +208,25 @@ TEST(Scheduler, ABurstOfPromptsSharesOneChunkPerStep) {
                         // request's 16-token first chunk do not fit one budget of 16
 }
 
+// A later prefilling request advances in the same step when its whole next chunk fits what the older ones left of the
+// budget (here the oldest one's 8-token last chunk and the newest one's 8-token prompt share 16), even past one whose
+// chunk does not fit, and never with a chunk cut to fit.
+TEST(Scheduler, ALaterPrefillJoinsTheStepWhenItsWholeChunkFits) {
+  Scheduler s(limits(4, 256, 16));
+  // c arrives before b: b's chunk joins the older ones past c, whose 16-token chunk does not fit.
+  const int a = s.submit(request(40, 2)), c = s.submit(request(20, 2)), b = s.submit(request(8, 2));
+  std::vector<std::vector<std::pair<int, int>>> steps;  // per step: (request, count)
+  while (s.status(c).state != RequestState::decoding) {
+    const StepPlan& plan = s.next_step();
+    steps.emplace_back();
+    for (const auto& p : plan.prefills) steps.back().push_back({p.request, p.count});
+    s.complete_step(tokens_for(plan));
+    ASSERT_LT(steps.size(), 20u);
+  }
+  using Step = std::vector<std::pair<int, int>>;
+  EXPECT_EQ(steps, (std::vector<Step>{{{a, 16}}, {{a, 16}}, {{a, 8}, {b, 8}}, {{c, 16}}, {{c, 4}}}));
+}
+
 TEST(Scheduler, AdmissionLimitedByMaxBatchInArrivalOrder) {
   Scheduler s(limits(2, 64));
   const int a = s.submit(request(3, 1)), b = s.submit(request(3, 3)), c = s.submit(request(3, 1));

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <future>
 #include <set>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -251,6 +253,33 @@ TEST(ServerHttp, AModelFailureFailsTheRunningRequestAndRequeuesTheWaitingOne) {
   const std::string metrics = c.Get("/metrics")->body;
   EXPECT_NE(metrics.find("metainfer_requests_total{endpoint=\"/v1/completions\",status=\"500\"} 1\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("metainfer_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_EQ(h.model().kv_cache().free_blocks(), h.model().kv_cache().total_blocks());
+}
+
+// The admission of a request fails after it got its model sequence (here: the prefix layer throws once). That
+// request is answered with the error, not re-queued for ever, and its sequence is freed: with max_batch 1 the next
+// request still runs.
+struct AttachFailsOnce : NoPrefixCache {
+  using NoPrefixCache::NoPrefixCache;
+  static inline std::atomic<bool> fired{false};
+  int attach(int, std::span<const int32_t>) {
+    if (!fired.exchange(true)) throw std::runtime_error("injected admission failure");
+    return 0;
+  }
+};
+
+TEST(ServerHttp, ARequestWhoseAdmissionFailsIsAnsweredAndFreesItsSequence) {
+  HarnessOptions o;
+  o.max_batch = 1;
+  AttachFailsOnce::fired = false;
+  BasicHarness<AttachFailsOnce> h(o);
+  const std::vector<int32_t> prompt = prompt_of(5, 3);
+  const std::string body = R"({"model": "fake", "temperature": 0, "max_tokens": 4, "prompt": )" + ids_json(prompt) + "}";
+  const Json failed = post(h, "/v1/completions", body);
+  ASSERT_TRUE(failed.contains("error")) << failed.dump();
+  EXPECT_NE(failed["error"]["message"].get<std::string>().find("injected admission failure"), std::string::npos);
+  const Json ok = post(h, "/v1/completions", body);
+  EXPECT_EQ(ok["choices"][0]["text"], h.text_of(FakeModel::expected(prompt, 4))) << ok.dump();
   EXPECT_EQ(h.model().kv_cache().free_blocks(), h.model().kv_cache().total_blocks());
 }
 

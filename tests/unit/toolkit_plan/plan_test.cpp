@@ -76,6 +76,23 @@ std::set<std::string> required_contracts(const json& plan) {
 // template interpreter, serve brings the scheduler and the server, the prefix cache (serve only) brings
 // runtime/prefix_cache; the files of what is not asked for are not in the generated tree at all, and MANIFEST.json
 // counts the engine's lines against the component library's.
+// A hybrid model (Gated DeltaNet layers with a recurrent state): its batched steps and their scratch (the per-row
+// state pointers) are emitted only for max_batch >= 2 too.
+TEST(Plan, HybridEngineCarriesTheBatchedPathOnlyForMaxBatchAboveOne) {
+  mi_test::TempDir dir("plan-hybrid-batch");
+  for (const int max_batch : {1, 2}) {
+    SCOPED_TRACE(max_batch);
+    const std::filesystem::path out = dir.path() / ("b" + std::to_string(max_batch));
+    const auto g = metainfer({"generate", "--model", golden("qwen3_5-tiny").string(), "--platform", "x86-64-avx2",
+                              "--max-batch", std::to_string(max_batch), "--no-verify", "-o", out.string()});
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    const std::string model_h = slurp(out / "src" / "model.h");
+    for (const char* batched_text : {"void forward_batch(", "state_ptrs_", "gated_delta_rule_decode_batch", "batch_positions_"})
+      EXPECT_EQ(model_h.find(batched_text) != std::string::npos, max_batch > 1) << batched_text;
+    EXPECT_NE(model_h.find("gated_delta_rule"), std::string::npos);  // the one-sequence path is there either way
+  }
+}
+
 TEST(Plan, EngineHoldsOnlyWhatItsConstraintsAskFor) {
   const std::string model = golden("qwen3-tiny").string();
   struct Case {
@@ -471,9 +488,10 @@ TEST(Plan, ImpossibleValuesExitTwoNamingTheField) {
       {{"--dtype", "int4"}, "platform.dtype"},
       {{"--platform", "riscv"}, "platform.name"},
       {{"--kv-block-size", "12"}, "runtime.kv_block_size"},
-      {{"--max-context", "64", "--kv-blocks", "3"}, "runtime.kv_blocks"},  // 64 tokens need 4 blocks of 16
-      {{"--kv-blocks", "3"}, "runtime.kv_blocks"},                        // the resolved context (512) needs 32
-      {{"--kv-blocks", "-1"}, "runtime.kv_blocks"},
+      {{"--mode", "serve", "--max-context", "64", "--kv-blocks", "3"}, "runtime.kv_blocks"},  // 64 tokens: 4 blocks
+      {{"--mode", "serve", "--kv-blocks", "3"}, "runtime.kv_blocks"},  // the resolved context (512) needs 32
+      {{"--mode", "serve", "--kv-blocks", "-1"}, "runtime.kv_blocks"},
+      {{"--kv-blocks", "64"}, "runtime.kv_blocks"},  // offline: no shared pool to size
       {{"--mode", "train"}, "runtime.mode"},
       {{"--threads", "-1"}, "platform.threads"},
       {{"--max-batch", "0"}, "runtime.max_batch"},
@@ -512,7 +530,7 @@ TEST(Constraints, GoodFileWithOverrides) {
   mi_test::TempDir dir("constraints");
   mi_test::write_text(dir / "c.toml",
                       "[model]\npath = \"" + golden("qwen3-tiny").string() + "\"\n[platform]\nname = \"auto\"\ndtype = \"bf16\"\n"
-                      "threads = 1\n[runtime]\nmode = \"offline\"\nmax_batch = 4\nmax_context = 256\nkv_block_size = 32\nkv_blocks = 20\n"
+                      "threads = 1\n[runtime]\nmode = \"serve\"\nmax_batch = 4\nmax_context = 256\nkv_block_size = 32\nkv_blocks = 20\n"
                       "chunked_prefill = 64\n[targets]\nttft_ms = 100\ntpot_ms = 20.5\n");
   const auto r = metainfer({"plan", (dir / "c.toml").string(), "--threads", "2", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
