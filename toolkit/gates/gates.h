@@ -43,7 +43,8 @@ GateResult build_gate(const generator::Engine& engine, int jobs, BuildRecord& re
 // foreign inference framework among its dynamic dependencies.
 GateResult provenance_gate(const generator::Engine& engine, const BuildRecord& record);
 
-// L1 for one stage: its test-contract executable (hash-checked) exits 0.
+// L1 for one stage: its test-contract executable (hash-checked) exits 0 and its GoogleTest JSON report shows every
+// test the contract source declares run to completion without a failure (gtest_results.h).
 GateResult stage_gate(const generator::Engine& engine, const std::string& stage, const GateOptions& options,
                       const BuildRecord& record);
 
