@@ -6,6 +6,7 @@
 
 #include "agents/isolated_command.h"
 #include "agents/protected_files.h"
+#include "agents/signature_files.h"
 #include "common/error.h"
 #include "generator/generator.h"
 #include "process/subprocess.h"
@@ -69,7 +70,11 @@ VerifierRun run_verifier(const EngineGateOptions& o, const fs::path& run_dir, co
   VerifierRun v;
   CommandResult r;
   try {
-    r = run_isolated_command(command, run_dir, readonly, o.timeout_s, o.max_evidence_bytes * 4, o.hidden_paths, overlays, env);
+    // Files of the engine directory carrying a foreign signature are hidden from the agent code the verifier runs, as
+    // from agents' commands (signature_files.h).
+    std::vector<fs::path> hidden = o.hidden_paths;
+    for (const auto& f : signature_file_paths(run_dir)) hidden.push_back(f);
+    r = run_isolated_command(command, run_dir, readonly, o.timeout_s, o.max_evidence_bytes * 4, hidden, overlays, env);
   } catch (const Error& e) {  // no isolation that can keep the references hidden: the gate does not run
     v.output_tail = e.what();
     return v;
