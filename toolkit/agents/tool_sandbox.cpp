@@ -451,9 +451,10 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   if (a.contains("timeout_s") && a["timeout_s"].is_number()) timeout = std::clamp(a["timeout_s"].get<double>(), 1.0, config_.command_timeout_s);
   std::vector<fs::path> readonly;
   if (!config_.ckb_dir.empty() && fs::is_directory(config_.ckb_dir)) readonly.push_back(config_.ckb_dir);
-  // Refuses (throws) without an isolation that can hide the references and the signature files; before the
-  // snapshot, so nothing is read for naught.
-  require_isolation_for(command_isolation(), !hidden.empty());
+  // Refuses (throws) without an isolation that confines the file system when anything must be hidden or the switch
+  // is OFF (the host's file system may hold foreign sources nobody configured); before the snapshot, so nothing is
+  // read for naught.
+  require_isolation_for(command_isolation(), !hidden.empty() || config_.source_switch == SourceSwitch::off);
   const RunDirSnapshot before = snapshot_run_dir(config_.run_dir);
   // Read-only for the command, besides the protected paths: .git, which the snapshot compares for links only, and
   // the files over 64 MiB, whose content the snapshot does not keep and so could not restore.

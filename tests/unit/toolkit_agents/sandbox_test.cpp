@@ -5,6 +5,8 @@
 #include <fstream>
 #include <map>
 
+#include <unistd.h>
+
 #include "agents_test_support.h"
 #include "../toolkit_support.h"
 #include "agents/agent_role.h"
@@ -464,9 +466,10 @@ struct ForcedIsolation {
   ~ForcedIsolation() { ::unsetenv("METAINFER_AGENT_ISOLATION"); }
 };
 
-// Without bubblewrap, the unshare fallback still leaks nothing: no network, the reference trees hidden (also from a
-// command that builds their path at run time, with SWITCH=ON, and from the gate), mounts that cannot be undone, the
-// CKB and the test contracts read-only.
+// Without bubblewrap, the unshare fallback still leaks nothing: no network, its own PID namespace, a new root that
+// holds the system, the run directory and the CKB only, the reference trees hidden (also from a command that builds
+// their path at run time, with SWITCH=ON, and from the gate), mounts that cannot be undone, the CKB and the test
+// contracts read-only.
 TEST(AgentSandbox, TheUnshareFallbackHidesTheReferencesAndTheNetwork) {
   ForcedIsolation forced("unshare");
   if (command_isolation().kind != IsolationKind::unshare_net || !command_isolation().hides_paths)
@@ -489,9 +492,22 @@ TEST(AgentSandbox, TheUnshareFallbackHidesTheReferencesAndTheNetwork) {
   EXPECT_FALSE(read.violation) << read.output;
   EXPECT_EQ(read.output.find("SECRET-REFERENCE"), std::string::npos) << read.output;
   EXPECT_EQ(read.output.find("attention.py"), std::string::npos) << read.output;
-  // The rest of the host's file system is there (the fallback says so): a sibling tree is readable.
-  const ToolOutcome other = sb.call(impl, "run_command", {{"command", "cat " + (fs::canonical(w.dir.path()) / "reference-other/other.txt").string()}});
-  EXPECT_NE(other.output.find("OTHER-TREE"), std::string::npos) << other.output;
+  // The rest of the host's file system is not there: a sibling tree and the repository are out of sight, while the
+  // toolchain (what /usr and /etc hold) works.
+  const ToolOutcome other = sb.call(impl, "run_command", {{"command", "cat " + (fs::canonical(w.dir.path()) / "reference-other/other.txt").string() +
+                                                                          "; ls " + METAINFER_SOURCE_DIR + "; ls /; true"}});
+  EXPECT_EQ(other.output.find("OTHER-TREE"), std::string::npos) << other.output;
+  EXPECT_EQ(other.output.find("CMakeLists.txt"), std::string::npos) << other.output;
+  EXPECT_EQ(other.output.find("root\n"), std::string::npos) << other.output;  // /root is not in the new root
+  const ToolOutcome cc = sb.call(impl, "run_command", {{"command", "printf 'int main() { return 7; }\\n' > src/t.c && mkdir -p build && cc src/t.c -o build/t && "
+                                                                       "{ ./build/t; echo status=$?; }"}});
+  EXPECT_NE(cc.output.find("status=7"), std::string::npos) << cc.output;
+  // Its own PID namespace: the test's process (and every other host process) is not in its /proc, so no
+  // /proc/PID/root leads back to the host's mounts.
+  const std::string self = std::to_string(::getpid());
+  const ToolOutcome pid = sb.call(impl, "run_command", {{"command", "test -e /proc/" + self + " && echo HOST-PID-VISIBLE; echo pid=$$; ls /proc/1/root/ | head -3"}});
+  EXPECT_EQ(pid.output.find("HOST-PID-VISIBLE"), std::string::npos) << pid.output;
+  EXPECT_NE(pid.output.find("pid=1\n"), std::string::npos) << pid.output;
   // Read-only: the CKB, and a test contract (and whatever the mounts miss, the snapshot undoes).
   const std::string contract = slurp(w.run / "tests/stage_test.cpp"), ckb_file = slurp(w.ckb / "contracts/matmul.toml");
   sb.call(impl, "run_command", {{"command", "echo x >> tests/stage_test.cpp; echo x >> " + (fs::canonical(w.ckb) / "contracts/matmul.toml").string()}});
