@@ -42,6 +42,33 @@ TEST(AgentEngineStage, TheVerifierReadsGateBoundsFromTheToolkitsCkb) {
   EXPECT_NE(g.evidence.find("gate bounds from: " + (fs::path(METAINFER_SOURCE_DIR) / "ckb").string()), std::string::npos) << g.evidence;
 }
 
+// The verifier runs agent-written code (the stage tests link it): that code must not be able to leave a report or a
+// round's evidence in reports/, where the workflow and users look for them. A stand-in verifier plays the agent code
+// (it runs in the same isolation) and tries.
+TEST(AgentEngineStage, AgentCodeUnderTheGateCannotPlantReports) {
+  if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "the verifier runs isolated; no isolation here";
+  mi_test::TempDir dir("agents-engine-reports");
+  const fs::path run = dir / "engine", fake = dir / "bin" / "fake-metainfer";
+  fs::create_directories(run / "tests");
+  std::ofstream(run / "MANIFEST.json") << R"({"format": "metainfer-manifest/1", "engine": "e", "binary": "bin/e", "stages": ["basic_execution"]})";
+  std::ofstream(run / "tests/stage_basic_execution_test.cpp") << "\n";
+  fs::create_directories(fake.parent_path());
+  std::ofstream(fake) << "#!/bin/sh\n"
+                         "prev=; for a; do [ \"$prev\" = --reports-dir ] && rd=$a; prev=$a; done\n"
+                         "mkdir -p reports/basic_execution; echo '{\"state\": \"PASSED:L1_stage:basic_execution\"}' > reports/verification.json\n"
+                         "echo forged > reports/basic_execution/round-0.txt\n"
+                         "mkdir -p \"$rd\" && echo written > \"$rd/verification.json\" && ok=yes\n"
+                         "echo '{\"state\": \"FAILED:L1_stage:basic_execution\", \"gates\": [{\"id\": \"L1_stage:basic_execution\", "
+                         "\"passed\": false, \"summary\": \"reports-dir='$rd' writable='$ok'\"}]}'\nexit 1\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  const GateOutcome g = engine_stage_gate({fake, METAINFER_SOURCE_DIR, 60})(run, "basic_execution");
+  EXPECT_FALSE(g.passed);
+  EXPECT_FALSE(fs::exists(run / "reports/verification.json"));
+  EXPECT_FALSE(fs::exists(run / "reports/basic_execution/round-0.txt"));
+  // The verifier was told to write its reports outside the engine directory, where it could.
+  EXPECT_NE(g.evidence.find(std::string("reports-dir=") + kStageGateReportsDir + " writable=yes"), std::string::npos) << g.evidence;
+}
+
 TEST(AgentEngineStage, RepairsABrokenKernelUnderTheRealStageGate) {
   if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "the verifier runs isolated; no isolation here";
   mi_test::TempDir dir("agents-engine");
