@@ -32,7 +32,10 @@ void add_system_mounts(std::vector<std::string>& argv) {
 
 std::vector<std::string> bwrap_prefix(const fs::path& run_dir, const std::vector<fs::path>& readonly_dirs,
                                       const std::vector<fs::path>& hidden = {}, const std::vector<fs::path>& overlays = {}) {
-  std::vector<std::string> argv = {"bwrap", "--die-with-parent", "--unshare-all", "--new-session"};
+  // --cap-drop ALL: run by root, bubblewrap would otherwise leave the command every capability but CAP_SYS_ADMIN
+  // inside its user namespace, CAP_SYS_PTRACE among them (enough to open the verifier's stdout through /proc and
+  // write a report of its own there).
+  std::vector<std::string> argv = {"bwrap", "--die-with-parent", "--unshare-all", "--new-session", "--cap-drop", "ALL"};
   add_system_mounts(argv);
   for (const auto& d : readonly_dirs) argv.insert(argv.end(), {"--ro-bind", d.string(), d.string()});
   argv.insert(argv.end(), {"--bind", run_dir.string(), run_dir.string(), "--chdir", run_dir.string(),

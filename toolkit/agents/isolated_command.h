@@ -2,7 +2,7 @@
 // and a bounded output.
 //
 // With bubblewrap (Debian's bwrap; it works unprivileged where user namespaces are allowed) the command gets its own
-// namespaces, network included, and sees only the system's read-only /usr and /etc, a private /tmp, the run
+// namespaces, network included, no capabilities (also when run by root), and sees only the system's read-only /usr and /etc, a private /tmp, the run
 // directory (writable) and the read-only directories the caller names (the CKB). Reference trees are not mounted,
 // so SWITCH=OFF holds for commands too; a reference tree that lies under a mounted directory (a Python package in
 // /usr, say) is covered by an empty tmpfs (a file: by /dev/null). readonly_overlays (protected files and directories

@@ -1,6 +1,8 @@
 // `metainfer verify DIR [--golden CASE_DIR ...] [--only GATE] [--json]`: run the gates on an engine directory.
 #include <iostream>
 
+#include <sys/prctl.h>
+
 #include "cli/commands.h"
 #include "common/error.h"
 #include "gates/gates.h"
@@ -45,6 +47,11 @@ void register_verify_command(CLI::App& app, int& exit_code) {
                 "with --only: build and run sources that are not the generated ones (planted-defect tests); their "
                 "CMakeLists.txt runs unchecked");
   cmd->callback([opts, &exit_code] {
+    // The verifier runs code it judges (B0's CMakeLists.txt with --allow-modified-sources, the stage executables) as
+    // its own children, under its own user: not dumpable, its /proc entries (its stdout above all, where the report
+    // is read from) cannot be opened by them, so they cannot write a verdict in its name. Children get their own
+    // dumpable flag back at exec.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     const generator::Engine engine = generator::load_engine(opts->dir);
     gates::GateOptions gopts;
     gopts.threads = opts->threads;
