@@ -120,6 +120,7 @@ ConversationResult run_conversation(LlmBackend& backend, const AgentRoleSpec& ro
     for (const ToolCall& call : response.message.tool_calls) {
       ++m.tool_calls[call.name];
       ToolOutcome outcome;
+      const std::size_t violations_before_call = sandbox.violations().size();
       if (call.arguments.is_null())
         outcome = {false, false, "error: the arguments are not a JSON object: " + call.raw_arguments.substr(0, 200)};
       else
@@ -129,8 +130,12 @@ ConversationResult run_conversation(LlmBackend& backend, const AgentRoleSpec& ro
         m.lines_added += outcome.lines_added;
         m.lines_removed += outcome.lines_removed;
       }
+      // The counts go into the transcript too: it is what a killed conversation's figures are counted back from
+      // (transcript_metrics.h).
       transcript.write({{"kind", "tool_result"}, {"id", call.id}, {"name", call.name}, {"ok", outcome.ok},
-                        {"violation", outcome.violation}, {"output", outcome.output}});
+                        {"violation", outcome.violation}, {"violations", sandbox.violations().size() - violations_before_call},
+                        {"edits", outcome.edits}, {"lines_added", outcome.lines_added}, {"lines_removed", outcome.lines_removed},
+                        {"output", outcome.output}});
       request.messages.push_back({Role::tool, outcome.output, {}, call.id, !outcome.ok});
       ++m.messages;
     }

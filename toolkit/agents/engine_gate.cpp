@@ -6,6 +6,7 @@
 
 #include "agents/isolated_command.h"
 #include "agents/protected_files.h"
+#include "agents/signature_files.h"
 #include "common/error.h"
 #include "generator/generator.h"
 #include "process/subprocess.h"
@@ -59,17 +60,23 @@ VerifierRun run_verifier(const EngineGateOptions& o, const fs::path& run_dir, co
     readonly.push_back(cache);
     env.insert({{"CCACHE_DISABLE", ""}, {"CCACHE_DIR", cache}, {"CCACHE_READONLY", "1"}, {"CCACHE_TEMPDIR", "/tmp"}});
   }
+  // The verifier's reports go to the sandbox's private /tmp, discarded with it: the gate's verdict is the report the
+  // verifier prints. reports/ is read-only like every protected path (created first, so that it can be mounted), so
+  // the agent-written code the verifier runs cannot leave a report or a round's evidence there.
   std::string command = "'";
   command.append(o.metainfer_binary.string()).append("' verify . --only ").append(only);
-  command.append(" --allow-modified-sources --threads ").append(std::to_string(std::max(1, threads))).append(" --json");
-  // Protected paths stay read-only, except reports/: the verifier writes reports/verification.{json,md} there.
-  std::vector<fs::path> overlays;
-  for (const auto& p : protected_mount_points(run_dir))
-    if (p != run_dir / "reports") overlays.push_back(p);
+  command.append(" --allow-modified-sources --reports-dir ").append(kStageGateReportsDir);
+  command.append(" --threads ").append(std::to_string(std::max(1, threads))).append(" --json");
+  fs::create_directories(run_dir / "reports");
+  const std::vector<fs::path> overlays = protected_mount_points(run_dir);
   VerifierRun v;
   CommandResult r;
   try {
-    r = run_isolated_command(command, run_dir, readonly, o.timeout_s, o.max_evidence_bytes * 4, o.hidden_paths, overlays, env);
+    // Files of the engine directory carrying a foreign signature are hidden from the agent code the verifier runs, as
+    // from agents' commands (signature_files.h).
+    std::vector<fs::path> hidden = o.hidden_paths;
+    for (const auto& f : signature_file_paths(run_dir)) hidden.push_back(f);
+    r = run_isolated_command(command, run_dir, readonly, o.timeout_s, o.max_evidence_bytes * 4, hidden, overlays, env);
   } catch (const Error& e) {  // no isolation that can keep the references hidden: the gate does not run
     v.output_tail = e.what();
     return v;

@@ -7,7 +7,8 @@
 //
 // The verifier runs agent-written code (the stage tests link it), so it runs in the same isolation as agents'
 // commands: no network, the run directory writable, the toolkit's source tree read-only (the CKB, the gate bounds),
-// the protected paths read-only, the reference trees hidden; the host's ccache is readable (CCACHE_READONLY) so unchanged files build fast, and
+// the protected paths read-only (reports/ included: the verifier writes its reports in the isolation's private /tmp
+// and the gate reads the one it prints), the reference trees and files carrying foreign signatures hidden; the host's ccache is readable (CCACHE_READONLY) so unchanged files build fast, and
 // nothing the agents' code does can write into it.
 #pragma once
 #include <filesystem>
@@ -55,6 +56,10 @@ struct FinalGatesOutcome {
 // golden_cases: as `generate --golden` (empty: the verifier's discovery under tests/data/golden).
 FinalGatesOutcome engine_final_gates(const EngineGateOptions& options, const std::filesystem::path& engine_dir, int threads,
                                      const std::vector<std::filesystem::path>& golden_cases = {});
+
+// Where the stage gate's verifier writes its reports: inside the isolation's private /tmp, never in the engine
+// directory, whose reports/ is read-only to the agent-written code the gate runs.
+inline constexpr const char* kStageGateReportsDir = "/tmp/metainfer-stage-gate-reports";
 
 // The gate prefixes engine_final_gates selects (for the CLI's help and the README).
 inline constexpr const char* kAgentFinalGates = "L0_provenance,PASS_VERIFIED,L3";

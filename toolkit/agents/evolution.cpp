@@ -229,6 +229,14 @@ class Round {
   std::string regenerate() {
     // From the CKB alone: a fresh directory each time this phase starts (an interrupted regeneration restarts).
     const fs::path regen = dir_ / "regen";
+    // An earlier, interrupted attempt's conversations were started and spent tokens: its directory is kept under
+    // another name (round_run_dirs counts it) rather than removed with them.
+    if (fs::is_directory(regen / "transcripts")) {
+      fs::path keep;
+      for (int n = 1; fs::exists(keep = dir_ / ("regen-interrupted-" + std::to_string(n))); ++n) {
+      }
+      fs::rename(regen, keep);
+    }
     fs::remove_all(regen);
     lay_down_contracts(regen, cfg_.contracts_dir, cfg_.withheld_sources);
     auto run = make_run(regen);
@@ -303,6 +311,11 @@ std::vector<fs::path> round_run_dirs(const fs::path& work) {
   std::vector<fs::path> dirs;
   for (const auto& r : existing_rounds(work)) {
     dirs.push_back(r / "candidate");
+    std::vector<fs::path> interrupted;  // regenerations that were cut short and restarted
+    for (const auto& e : fs::directory_iterator(r))
+      if (e.is_directory() && e.path().filename().string().rfind("regen-interrupted-", 0) == 0) interrupted.push_back(e.path());
+    std::sort(interrupted.begin(), interrupted.end());
+    dirs.insert(dirs.end(), interrupted.begin(), interrupted.end());
     dirs.push_back(r / "regen");
   }
   return dirs;

@@ -22,7 +22,8 @@
 // run's summary report, <work>/final/experiment/summary.md, from the figures the workflow measured.
 //
 // Layout: <work>/state.json, <work>/evo-NNN/{round.json, staged_ckb/, candidate/, regen/}, <work>/final/; candidate/,
-// regen/ and final/ are run directories (transcripts, metrics.json, summary.md, reports/). Whenever evolve()
+// regen/ and final/ are run directories (transcripts, metrics.json, summary.md, reports/); a regeneration that was
+// interrupted and restarted keeps its directory as evo-NNN/regen-interrupted-N/, counted in the metrics. Whenever evolve()
 // returns, <work>/metrics.json and <work>/summary.md hold every run directory's figures together, and
 // <work>/evolution.json each round's state.
 #pragma once

@@ -1,6 +1,9 @@
 #include "agents/isolated_command.h"
 
 #include <cstdlib>
+#include <optional>
+
+#include <stdlib.h>
 
 #include "common/error.h"
 #include "process/subprocess.h"
@@ -29,7 +32,10 @@ void add_system_mounts(std::vector<std::string>& argv) {
 
 std::vector<std::string> bwrap_prefix(const fs::path& run_dir, const std::vector<fs::path>& readonly_dirs,
                                       const std::vector<fs::path>& hidden = {}, const std::vector<fs::path>& overlays = {}) {
-  std::vector<std::string> argv = {"bwrap", "--die-with-parent", "--unshare-all", "--new-session"};
+  // --cap-drop ALL: run by root, bubblewrap would otherwise leave the command every capability but CAP_SYS_ADMIN
+  // inside its user namespace, CAP_SYS_PTRACE among them (enough to open the verifier's stdout through /proc and
+  // write a report of its own there).
+  std::vector<std::string> argv = {"bwrap", "--die-with-parent", "--unshare-all", "--new-session", "--cap-drop", "ALL"};
   add_system_mounts(argv);
   for (const auto& d : readonly_dirs) argv.insert(argv.end(), {"--ro-bind", d.string(), d.string()});
   argv.insert(argv.end(), {"--bind", run_dir.string(), run_dir.string(), "--chdir", run_dir.string(),
@@ -45,37 +51,91 @@ std::vector<std::string> bwrap_prefix(const fs::path& run_dir, const std::vector
   return argv;
 }
 
-// The fallback's mount namespace: argv of `unshare` for it, and the script that runs first inside it. Its arguments
-// are "--readonly" PATH... "--hide" PATH... "--" then the shell command; each PATH that exists is mounted over,
-// and a mount that fails ends the script with status 125 before the command runs. setpriv drops every capability
-// for the command, so nothing it runs can undo the mounts (and a user namespace it might create gets them locked).
-constexpr const char* kHideScript = R"(mode=
+// The fallback: `unshare -n -m -p --fork` (with -r unprivileged) runs kRootScript as PID 1 of a new PID namespace in
+// a private mount namespace. The script builds a new root on a tmpfs mounted at ROOT (an empty directory the caller
+// made), holding what bubblewrap's sandbox holds and nothing else: the system's /usr, /etc, /bin, /lib... read-only,
+// a few /dev nodes, a fresh /proc of the new PID namespace (no host process is visible, so /proc/PID/root cannot lead
+// back to the host's mounts), a private /tmp, the run directory writable, the --readonly paths read-only, the
+// --overlay paths (inside the run directory) read-only over it and the --hide paths covered (a directory by an empty
+// tmpfs with mode 000, a file by /dev/null). Then it chroots there and setpriv drops every capability (bounding set
+// included, no_new_privs) before the shell starts in the run directory, so nothing the command runs can undo a mount
+// or leave the chroot. Any mount that fails ends the script with status 125 before the command runs.
+// Arguments: ROOT RUN_DIR --readonly PATH... --overlay PATH... --hide PATH... -- SHELL_COMMAND.
+constexpr const char* kRootScript = R"SH(fail() { echo "isolation: $1; the command was not run" >&2; exit 125; }
+R=$1; run_dir=$2; shift 2
+mount -t tmpfs -o mode=755 mi-root "$R" || fail "cannot mount the new root at $R"
+bind_ro() {  # SOURCE TARGET (the target is created only when missing: an overlay's target is the file itself)
+  if [ ! -e "$2" ] && [ ! -L "$2" ]; then
+    if [ -d "$1" ]; then mkdir -p "$2"; else mkdir -p "$(dirname "$2")" && : > "$2"; fi || fail "cannot create $2"
+  fi
+  mount --bind "$1" "$2" && mount -o remount,bind,ro "$2" || fail "cannot mount $1 read-only"
+}
+for d in /usr /etc /bin /sbin /lib /lib32 /lib64; do
+  if [ -L "$d" ]; then ln -s "$(readlink "$d")" "$R$d" || fail "cannot link $d"
+  elif [ -d "$d" ]; then bind_ro "$d" "$R$d"; fi
+done
+mkdir -p "$R/dev" "$R/proc" "$R/tmp" || fail "cannot create the system directories"
+for n in null zero full random urandom tty; do
+  [ -e "/dev/$n" ] || continue
+  : > "$R/dev/$n" && mount --bind "/dev/$n" "$R/dev/$n" || fail "cannot bind /dev/$n"
+done
+ln -s /proc/self/fd "$R/dev/fd" && ln -s /proc/self/fd/0 "$R/dev/stdin" && ln -s /proc/self/fd/1 "$R/dev/stdout" &&
+  ln -s /proc/self/fd/2 "$R/dev/stderr" || fail "cannot create /dev/fd"
+mount -t proc -o nosuid,nodev,noexec proc "$R/proc" || fail "cannot mount /proc for the new PID namespace"
+mount -t tmpfs -o mode=1777 mi-tmp "$R/tmp" || fail "cannot mount a private /tmp"
+mkdir -p "$R$run_dir" && mount --bind "$run_dir" "$R$run_dir" || fail "cannot mount the run directory"
+mode=
 while [ $# -gt 0 ]; do
   p=$1; shift
   case $p in
-    --readonly|--hide) mode=$p; continue ;;
+    --readonly|--overlay|--hide) mode=$p; continue ;;
     --) break ;;
   esac
-  [ -e "$p" ] || continue
-  if [ "$mode" = --hide ]; then
-    if [ -d "$p" ]; then mount -t tmpfs -o ro,mode=000,size=4k mi-hidden "$p"; else mount --bind /dev/null "$p"; fi
-  else
-    mount --bind "$p" "$p" && mount -o remount,bind,ro "$p"
-  fi || { echo "isolation: cannot cover $p; the command was not run" >&2; exit 125; }
+  case $mode in
+    --readonly) [ -e "$p" ] && bind_ro "$p" "$R$p" ;;
+    --overlay) [ -e "$R$p" ] && bind_ro "$R$p" "$R$p" ;;
+    --hide)
+      [ -e "$R$p" ] || continue
+      if [ -d "$R$p" ]; then mount -t tmpfs -o ro,mode=000,size=4k mi-hidden "$R$p"; else mount --bind /dev/null "$R$p"; fi ||
+        fail "cannot cover $p" ;;
+  esac
 done
-exec setpriv --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- /bin/bash -c "$1")";
+cd_run="cd $(printf %q "$run_dir") || exit 125; "
+chroot_bin=$(PATH=/usr/sbin:/sbin:/usr/bin:/bin command -v chroot) || fail "no chroot program"
+exec "$chroot_bin" "$R" /usr/bin/setpriv --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- /bin/bash -c "$cd_run$1")SH";
 
-std::vector<std::string> fallback_prefix(bool unprivileged, const std::vector<fs::path>& readonly,
-                                         const std::vector<fs::path>& hidden, const std::string& shell) {
+struct FallbackMounts {
+  std::vector<fs::path> readonly, overlays, hidden;
+};
+
+std::vector<std::string> fallback_prefix(bool unprivileged, const fs::path& root, const fs::path& run_dir,
+                                         const FallbackMounts& m, const std::string& shell) {
   std::vector<std::string> argv = {"unshare"};
   if (unprivileged) argv.push_back("-r");
-  argv.insert(argv.end(), {"-n", "-m", "--propagation", "private", "/bin/bash", "-c", kHideScript, "mi-isolation", "--readonly"});
-  for (const auto& p : readonly) argv.push_back(p.string());
-  argv.push_back("--hide");
-  for (const auto& p : hidden) argv.push_back(p.string());
+  argv.insert(argv.end(), {"-n", "-m", "-p", "--fork", "--propagation", "private", "/bin/bash", "-c", kRootScript, "mi-isolation",
+                           root.string(), run_dir.string()});
+  for (const auto& [flag, list] : {std::pair{"--readonly", &m.readonly}, {"--overlay", &m.overlays}, {"--hide", &m.hidden}}) {
+    argv.push_back(flag);
+    for (const auto& p : *list) argv.push_back(p.string());
+  }
   argv.insert(argv.end(), {"--", shell});
   return argv;
 }
+
+// An empty directory on the host where the fallback mounts its new root (inside its own mount namespace: the host's
+// directory stays empty), removed when the command is done.
+struct RootMountPoint {
+  fs::path path;
+  RootMountPoint() {
+    std::string tmpl = (fs::temp_directory_path() / "metainfer-root-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) fail("run_command: cannot create a directory for the isolated root");
+    path = tmpl;
+  }
+  ~RootMountPoint() {
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
+};
 
 Isolation probe_bubblewrap() {
   std::vector<std::string> probe = bwrap_prefix("/tmp", {});
@@ -85,13 +145,15 @@ Isolation probe_bubblewrap() {
 }
 
 Isolation probe_unshare() {
-  // The mount namespace must work, hiding included: a directory is covered in the probe.
+  // The whole fallback must work: the new root, the PID namespace, hiding a directory and a file, a command in it.
+  const RootMountPoint root;
+  const fs::path tmp = fs::temp_directory_path();
   for (const bool unprivileged : {false, true})
-    if (works(fallback_prefix(unprivileged, {"/usr"}, {"/tmp"}, "true")))
+    if (works(fallback_prefix(unprivileged, root.path, tmp, {{"/usr"}, {}, {"/usr/share", "/etc/hostname"}}, "test -d /proc/self")))
       return {IsolationKind::unshare_net,
-              std::string(unprivileged ? "unshare -r -n -m" : "unshare -n -m") +
-                  ": no network; reference trees hidden and the CKB read-only in a private mount namespace, capabilities "
-                  "dropped; the rest of the file system NOT confined for commands",
+              std::string(unprivileged ? "unshare -r -n -m -p" : "unshare -n -m -p") +
+                  ": no network, own PID namespace, a new root holding only the system's read-only /usr and /etc, a "
+                  "private /tmp, the run directory and the read-only CKB; reference trees hidden, capabilities dropped",
               true};
   if (works({"unshare", "-n", "true"})) return {IsolationKind::unshare_net, "unshare -n: no network; file system NOT confined for commands", false};
   if (works({"unshare", "-rn", "true"})) return {IsolationKind::unshare_net, "unshare -rn: no network; file system NOT confined for commands", false};
@@ -110,12 +172,12 @@ const Isolation& command_isolation() {
   return unshare;
 }
 
-void require_isolation_for(const Isolation& isolation, bool references_configured) {
-  if (isolation.kind == IsolationKind::none || isolation.hides_paths || !references_configured) return;
-  fail("run_command: refused: reference trees are configured, but only '", isolation.description,
-       "' is available here: it removes the network, not the file system, so a command could read the references. "
-       "Install bubblewrap (bwrap) and allow unprivileged user namespaces (or give unshare a mount namespace and "
-       "setpriv), or run without --reference");
+void require_isolation_for(const Isolation& isolation, bool must_confine) {
+  if (isolation.kind == IsolationKind::none || isolation.hides_paths || !must_confine) return;
+  fail("run_command: refused: this command must not see the host's file system (the source switch is OFF, or "
+       "reference trees or files carrying foreign signatures must be hidden), but only '", isolation.description,
+       "' is available here: it removes the network, not the file system. Install bubblewrap (bwrap) and allow "
+       "unprivileged user namespaces, or give unshare mount and PID namespaces (`unshare -Ur -m -p --fork true` must work)");
 }
 
 CommandResult run_isolated_command(const std::string& command, const fs::path& run_dir,
@@ -134,13 +196,14 @@ CommandResult run_isolated_command(const std::string& command, const fs::path& r
   const std::string shell = "set -o pipefail; ( eval \"$MI_AGENT_COMMAND\" ) 2>&1 < /dev/null | tail -c " +
                             std::to_string(max_output_bytes + 1);
   std::vector<std::string> argv;
+  std::optional<RootMountPoint> root;  // the fallback's: kept until the command is done
   if (iso.kind == IsolationKind::bubblewrap) {
     argv = bwrap_prefix(run_dir, readonly_dirs, hidden_paths, readonly_overlays);
     argv.insert(argv.end(), {"/bin/bash", "-c", shell});
   } else if (iso.hides_paths) {
-    std::vector<fs::path> readonly = readonly_dirs;
-    readonly.insert(readonly.end(), readonly_overlays.begin(), readonly_overlays.end());
-    argv = fallback_prefix(iso.description.rfind("unshare -r ", 0) == 0, readonly, hidden_paths, shell);
+    root.emplace();
+    argv = fallback_prefix(iso.description.rfind("unshare -r ", 0) == 0, root->path, run_dir,
+                           {readonly_dirs, readonly_overlays, hidden_paths}, shell);
   } else {
     argv = {"unshare", iso.description.rfind("unshare -rn", 0) == 0 ? "-rn" : "-n", "/bin/bash", "-c", shell};
   }
@@ -151,7 +214,7 @@ CommandResult run_isolated_command(const std::string& command, const fs::path& r
   // A clean environment: the host's may hold API keys (OPENAI_API_KEY, ...) that an agent's command must not see.
   opts.clear_env = true;
   opts.env = {{"MI_AGENT_COMMAND", command}, {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"LANG", "C.UTF-8"},
-              {"HOME", iso.kind == IsolationKind::bubblewrap ? "/tmp" : run_dir.string()}, {"CCACHE_DISABLE", "1"}};
+              {"HOME", iso.hides_paths ? "/tmp" : run_dir.string()}, {"CCACHE_DISABLE", "1"}};
   for (const auto& [k, v] : extra_env) {
     if (v.empty()) opts.env.erase(k);  // "" removes a default (CCACHE_DISABLE for a build allowed to read the cache)
     else opts.env[k] = v;

@@ -2,24 +2,27 @@
 // and a bounded output.
 //
 // With bubblewrap (Debian's bwrap; it works unprivileged where user namespaces are allowed) the command gets its own
-// namespaces, network included, and sees only the system's read-only /usr and /etc, a private /tmp, the run
+// namespaces, network included, no capabilities (also when run by root), and sees only the system's read-only /usr and /etc, a private /tmp, the run
 // directory (writable) and the read-only directories the caller names (the CKB). Reference trees are not mounted,
 // so SWITCH=OFF holds for commands too; a reference tree that lies under a mounted directory (a Python package in
 // /usr, say) is covered by an empty tmpfs (a file: by /dev/null). readonly_overlays (protected files and directories
 // inside the run directory) are bound again read-only over the writable run directory, so a command cannot rewrite
 // a test contract either; what they cannot cover (a protected directory created later) the hash check catches.
 //
-// Without bubblewrap the fallback is `unshare -n -m` (`unshare -r -n -m` unprivileged): no network, and a private
-// mount namespace in which, before the command runs, every hidden path (the reference trees) is covered by an empty
-// tmpfs with mode 000 (a file: by /dev/null), and the read-only directories and overlays are bind-mounted read-only;
-// then the command runs under `setpriv` with every capability dropped (bounding set included, no_new_privs), so it
-// cannot unmount or remount what hides the references. A mount that fails stops the command before it runs. The
-// rest of the file system is the host's: the isolation string says so and the metrics record it. Where that mount
-// namespace cannot be set up (plain `unshare -n` only), the fallback cannot hide anything: a command with hidden
-// paths is refused, and require_isolation_for refuses agents' commands whenever reference trees are configured,
-// whatever the source switch (SWITCH=ON lets the explorer read references; the explorer has no shell, and no other
-// role may read them). With no isolation at all, commands are refused: running an agent's shell with network access
-// is not an option.
+// Without bubblewrap the fallback is `unshare -n -m -p --fork` (`unshare -r ...` unprivileged): no network, its own
+// PID namespace (no host process is visible in its /proc, so /proc/PID/root cannot lead back to the host's mounts)
+// and a private mount namespace in which a script builds a new root before the command runs: the system's /usr and
+// /etc (and the /bin, /lib links) read-only, a few /dev nodes, /proc, a private /tmp, the run directory, the
+// read-only directories, the overlays read-only, the hidden paths covered (an empty tmpfs with mode 000; a file:
+// /dev/null). It chroots there and runs the command under `setpriv` with every capability dropped (bounding set
+// included, no_new_privs), so it cannot unmount, remount or leave the root. A mount that fails stops the command
+// before it runs. So the fallback confines the file system as bubblewrap does (chosen over refusing it: a machine
+// without bubblewrap, or whose bubblewrap misbehaves, can still run the SWITCH=OFF regeneration, with the same view).
+// Where that cannot be set up (plain `unshare -n` only: no mount or PID namespace), the fallback cannot hide
+// anything and the whole host file system is readable: a command with hidden paths is refused, and
+// require_isolation_for refuses agents' commands whenever the source switch is OFF or anything must be hidden
+// (SWITCH=ON lets the explorer read references; the explorer has no shell, and no other role may read them). With no
+// isolation at all, commands are refused: running an agent's shell with network access is not an option.
 //
 // METAINFER_AGENT_ISOLATION=unshare skips bubblewrap and uses the fallback (tests of the fallback; hosts whose
 // bubblewrap misbehaves); =bubblewrap uses bubblewrap or nothing.
@@ -42,17 +45,19 @@ enum class IsolationKind { bubblewrap, unshare_net, none };
 struct Isolation {
   IsolationKind kind = IsolationKind::none;
   std::string description;
-  bool hides_paths = false;  // hidden paths are out of the command's reach (bubblewrap; unshare with its mount namespace)
+  // The command sees only the run directory, the system and the paths it is given, and hidden paths are out of its
+  // reach (bubblewrap; unshare with its mount and PID namespaces)
+  bool hides_paths = false;
 };
 
 // Probed once per process per kind (each probe runs `true` under the candidate, hiding a directory for the
 // fallback); METAINFER_AGENT_ISOLATION chooses as above.
 const Isolation& command_isolation();
 
-// Throws mi::Error naming the missing isolation when `isolation` cannot keep agents' commands away from the reference
-// trees: reference paths are configured and the isolation cannot hide paths (plain `unshare -n`, which confines the
-// network and not the file system). The source switch does not matter: no role with a shell may read references.
-void require_isolation_for(const Isolation& isolation, bool references_configured);
+// Throws mi::Error naming the missing isolation when the command must not see the host's file system (`must_confine`:
+// the source switch is OFF, or reference trees or signature files must be hidden) and `isolation` does not confine
+// it (plain `unshare -n`, which confines the network and not the file system).
+void require_isolation_for(const Isolation& isolation, bool must_confine);
 
 struct CommandResult {
   int exit_code = -1;

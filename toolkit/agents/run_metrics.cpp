@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "agents/run_summary.h"
+#include "agents/transcript_metrics.h"
 #include "common/error.h"
 
 namespace mi::agents {
@@ -95,7 +96,8 @@ RunMetrics combine_run_records(const std::filesystem::path& base, const std::vec
   RunMetrics all;
   for (const auto& dir : run_dirs) {
     const fs::path file = dir / "metrics.json";
-    if (!fs::exists(file)) continue;
+    // A directory killed in its first conversation has a transcript and no metrics.json yet.
+    if (!fs::exists(file) && !fs::is_directory(dir / "transcripts")) continue;
     std::ifstream in(file);
     const json j = json::parse(in, nullptr, false);
     if (!j.is_discarded()) {
@@ -103,7 +105,10 @@ RunMetrics combine_run_records(const std::filesystem::path& base, const std::vec
       all.source_switch = j.value("source_switch", all.source_switch);
     }
     const std::string prefix = dir.lexically_relative(base).generic_string() + "/";
-    for (auto c : read_conversation_metrics(file)) {
+    std::vector<ConversationMetrics> convs = read_conversation_metrics(file);
+    // A directory whose last conversation was killed (and never resumed) still counts it, from its transcript.
+    for (auto& c : unrecorded_conversations(dir, convs)) convs.push_back(std::move(c));
+    for (auto c : convs) {
       c.transcript = prefix + c.transcript;
       all.conversations.push_back(c);
     }

@@ -6,6 +6,7 @@
 
 #include "agents/isolated_command.h"
 #include "agents/protected_files.h"
+#include "agents/signature_files.h"
 #include "common/error.h"
 #include "generator/manifest.h"
 
@@ -43,9 +44,12 @@ GateRunner script_gate(double timeout_s, std::size_t max_evidence_bytes, std::ve
     if (!fs::is_regular_file(run_dir / script)) return {false, "gate script " + script + " does not exist"};
     // The gate runs agent-written code: no network, the protected paths read-only and the references hidden, as for
     // agents' commands.
+    // Files carrying a foreign signature are hidden from it as from agents' commands (signature_files.h).
+    std::vector<fs::path> hide = hidden;
+    for (const auto& f : signature_file_paths(run_dir)) hide.push_back(f);
     CommandResult r;
     try {
-      r = run_isolated_command("bash " + script, run_dir, {}, timeout_s, max_evidence_bytes, hidden, protected_mount_points(run_dir));
+      r = run_isolated_command("bash " + script, run_dir, {}, timeout_s, max_evidence_bytes, hide, protected_mount_points(run_dir));
     } catch (const Error& e) {
       return {false, std::string("gate ") + script + " not run: " + e.what()};
     }

@@ -17,6 +17,7 @@
 #include "agents/path_glob.h"
 #include "agents/protected_files.h"
 #include "agents/run_dir_snapshot.h"
+#include "agents/signature_files.h"
 #include "common/error.h"
 
 namespace mi::agents {
@@ -427,39 +428,69 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   // by text. No role with run_command may read references, so this holds whatever the switch says.
   if (const auto named = named_reference_tree(command, config_.run_dir, references_))
     return refuse(role, "run_command", named->string(), "reference_path", "the command names the reference source tree " + named->string());
+  // Files carrying a foreign signature are out of every command's sight, whatever the switch (no role with a shell
+  // may read them: read_file refuses them to every role but the explorer, which has no shell). Naming one is an
+  // attempt to read it, refused and counted like read_file's; a command that reaches one by a path the check cannot
+  // see (built at run time, relative to a `cd`) cannot read it: /dev/null is mounted over it.
+  std::vector<fs::path> hidden = references_;
+  std::vector<std::pair<fs::path, std::string>> foreign;  // path, why
+  for (const auto& [rel, sig] : run_signatures_.scan(config_.run_dir))
+    foreign.push_back({config_.run_dir / rel, rel + ", which carries a " + sig.framework + " source signature (\"" + sig.marker + "\")"});
+  if (!config_.ckb_dir.empty() && fs::is_directory(config_.ckb_dir))
+    for (const auto& [rel, sig] : ckb_signatures_.scan(config_.ckb_dir))
+      foreign.push_back({config_.ckb_dir / rel, "@ckb/" + rel + ", which carries a " + sig.framework + " source signature (\"" + sig.marker + "\")"});
+  std::vector<fs::path> foreign_paths;
+  for (const auto& [p, why] : foreign) foreign_paths.push_back(p);
+  if (const auto named = named_reference_tree(command, config_.run_dir, foreign_paths)) {
+    const auto it = std::find_if(foreign.begin(), foreign.end(), [&](const auto& f) { return f.first == *named; });
+    const std::string shown = path_within(*named, config_.run_dir) ? named->lexically_relative(config_.run_dir).generic_string() : named->string();
+    return refuse(role, "run_command", shown, "foreign_signature", "the command names " + it->second + "; not run");
+  }
+  hidden.insert(hidden.end(), foreign_paths.begin(), foreign_paths.end());
   double timeout = config_.command_timeout_s;
   if (a.contains("timeout_s") && a["timeout_s"].is_number()) timeout = std::clamp(a["timeout_s"].get<double>(), 1.0, config_.command_timeout_s);
   std::vector<fs::path> readonly;
   if (!config_.ckb_dir.empty() && fs::is_directory(config_.ckb_dir)) readonly.push_back(config_.ckb_dir);
-  // Refuses (throws) without an isolation that can hide the references; before the snapshot, so nothing is read for
-  // naught.
-  require_isolation_for(command_isolation(), !references_.empty());
+  // Refuses (throws) without an isolation that confines the file system when anything must be hidden or the switch
+  // is OFF (the host's file system may hold foreign sources nobody configured); before the snapshot, so nothing is
+  // read for naught.
+  require_isolation_for(command_isolation(), !hidden.empty() || config_.source_switch == SourceSwitch::off);
   const RunDirSnapshot before = snapshot_run_dir(config_.run_dir);
+  // Read-only for the command, besides the protected paths: .git, which the snapshot compares for links only, and
+  // the files over 64 MiB, whose content the snapshot does not keep and so could not restore.
+  std::vector<fs::path> overlays = protected_mount_points(config_.run_dir);
+  if (fs::is_directory(config_.run_dir / ".git")) overlays.push_back(config_.run_dir / ".git");
+  for (const auto& f : large_files(config_.run_dir, before)) overlays.push_back(f);
   const CommandResult r = run_isolated_command(command, config_.run_dir, readonly, timeout, config_.max_output_bytes,
-                                               references_, protected_mount_points(config_.run_dir));
+                                               hidden, overlays);
   std::string head = r.timed_out ? "timed out after " + std::to_string(int(timeout)) + " s" : "exit status " + std::to_string(r.exit_code);
   if (r.truncated) head += "; output cut to its last " + std::to_string(config_.max_output_bytes) + " bytes";
   ToolOutcome out{!r.timed_out && r.exit_code == 0, false, ""};
 
   // What the command wrote is judged like write_file: outside the role's write paths, or (switch off) carrying a
-  // foreign signature, it is undone and counted; the rest counts as edits.
+  // foreign signature, it is undone and counted; the rest counts as edits. In the build trees and .git writes are
+  // free and only links are judged.
   std::string notes;
   for (const FileChange& c : changed_files(before, snapshot_run_dir(config_.run_dir))) {
-    std::optional<std::pair<std::string, std::string>> rule = write_rule(role, c.path);
+    std::optional<std::pair<std::string, std::string>> rule;
+    if (!c.scratch()) rule = write_rule(role, c.path);
     if (!rule && c.after) rule = link_rule(c);
-    if (!rule && config_.source_switch == SourceSwitch::off && c.after && !c.after->symlink)
-      if (const auto sig = find_foreign_signature(c.after->bytes))
+    if (!rule && !c.scratch() && config_.source_switch == SourceSwitch::off && c.after && !c.after->symlink)
+      if (const auto sig = c.after->fingerprint ? find_foreign_signature_in_file(config_.run_dir / c.path) : find_foreign_signature(c.after->bytes))
         rule = std::pair<std::string, std::string>{"foreign_signature", c.path + " would carry a " + sig->framework + " source signature (\"" + sig->marker + "\")"};
     if (rule) {
-      undo_change(config_.run_dir, c);
-      record_violation({role.id, "run_command", c.path, rule->first, rule->second + "; the command's change was undone"});
+      const std::string undone = undo_change(config_.run_dir, c) ? "the command's change was undone"
+                                                                 : "the command's change could NOT be undone (its earlier content was not kept)";
+      record_violation({role.id, "run_command", c.path, rule->first, rule->second + "; " + undone});
       out.violation = true;
       out.ok = false;
-      notes += "refused (" + rule->first + "): " + rule->second + "; the command's change was undone\n";
+      notes += "refused (" + rule->first + "): " + rule->second + "; " + undone + "\n";
       continue;
     }
+    if (c.scratch()) continue;  // a link that stays inside: allowed, and not an edit of the sources
     // A symlink (one that stays in the run directory, clear of protected paths) counts as an edit of no lines.
-    const auto text = [](const std::optional<SnapshotEntry>& e) { return e && !e->symlink ? e->bytes : std::string(); };
+    // A file over 64 MiB is not text an agent writes: counted as an edit of no lines.
+    const auto text = [](const std::optional<SnapshotEntry>& e) { return e && !e->symlink && !e->fingerprint ? e->bytes : std::string(); };
     const LineDelta d = line_delta(text(c.before), text(c.after));
     ++out.edits;
     out.lines_added += d.added;

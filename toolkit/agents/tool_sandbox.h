@@ -12,8 +12,11 @@
 //   outside    anything else: refused
 // With SWITCH=OFF a file whose text carries a foreign-framework signature (source_switch.h) is refused wherever it
 // lies, and writing such text is refused too. run_command is held to the same rules: a command naming a reference
-// tree is refused unrun, output carrying a signature is withheld, and what the command changed in the run directory
-// (run_dir_snapshot.h) is judged like a write, and a new hard link or a symlink leading out of the run directory or
+// tree is refused unrun; files of the run directory and the CKB that carry a signature are hidden from every command
+// (an empty file is mounted over them: a filter of the output could be bypassed by re-encoding the file), and a
+// command naming one is refused unrun; output carrying a signature is still withheld; what the command changed in
+// the run directory (run_dir_snapshot.h; build trees and .git for links only, .git and files over 64 MiB mounted
+// read-only) is judged like a write, and a new hard link or a symlink leading out of the run directory or
 // to a protected path is refused: refused changes are undone, accepted ones counted as edits. Each
 // refusal by policy is a Violation; plain failures (no such file,
 // an `old` string that is not there) are errors the agent can fix and are not counted as violations. Violations
@@ -29,6 +32,7 @@
 
 #include "agents/agent_role.h"
 #include "agents/run_dir_snapshot.h"
+#include "agents/signature_files.h"
 #include "agents/source_switch.h"
 
 namespace mi::agents {
@@ -117,6 +121,8 @@ class ToolSandbox {
   std::vector<std::filesystem::path> references_;  // canonical
   std::vector<Violation> violations_;
   std::vector<ReferenceAccess> accesses_;
+  // Files carrying a foreign signature, hidden from commands (signature_files.h); memoised across commands.
+  SignatureFileScan run_signatures_, ckb_signatures_;
 };
 
 }  // namespace mi::agents

@@ -20,7 +20,8 @@
 
 namespace mi::cli {
 
-void print_report(const gates::Report& report, const generator::Engine& engine, bool json, std::ostream& out);
+void print_report(const gates::Report& report, const generator::Engine& engine, bool json, std::ostream& out,
+                  const std::filesystem::path& reports_dir);
 
 void register_generate_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("generate", "Generate, build and verify a single-path engine for the constraints");
@@ -115,7 +116,7 @@ void register_generate_command(CLI::App& app, int& exit_code) {
     gopts.threads = plan.threads;
     for (const auto& gdir : opts->golden) gopts.golden_cases.push_back(gdir);
     const gates::Report report = gates::verify_engine(engine, gopts);
-    print_report(report, engine, opts->json, std::cout);
+    print_report(report, engine, opts->json, std::cout, gates::reports_directory(engine, gopts));
     exit_code = report.failed() ? kExitFailure : kExitOk;  // PASS_VERIFIED or PASS_VERIFIED_ORACLE
   });
 }

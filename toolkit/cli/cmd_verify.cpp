@@ -1,6 +1,8 @@
 // `metainfer verify DIR [--golden CASE_DIR ...] [--only GATE] [--json]`: run the gates on an engine directory.
 #include <iostream>
 
+#include <sys/prctl.h>
+
 #include "cli/commands.h"
 #include "common/error.h"
 #include "gates/gates.h"
@@ -8,25 +10,26 @@
 
 namespace mi::cli {
 
-void print_report(const gates::Report& report, const generator::Engine& engine, bool json, std::ostream& out) {
+void print_report(const gates::Report& report, const generator::Engine& engine, bool json, std::ostream& out,
+                  const std::filesystem::path& reports_dir) {
   if (json) {
     nlohmann::json j = report.to_json();
     j["engine_dir"] = engine.dir.string();
     j["binary"] = engine.binary.string();
-    j["report"] = (engine.dir / "reports" / "verification.json").string();
+    j["report"] = (reports_dir / "verification.json").string();
     out << j.dump() << "\n";
     return;
   }
   for (const auto& g : report.gates)
     out << (g.passed ? "  pass  " : "  FAIL  ") << g.id << "  (" << g.duration_s << " s)  " << g.summary << "\n";
   out << report.state << "  " << engine.dir.string() << "\n  binary: " << engine.binary.string()
-      << "\n  report: " << (engine.dir / "reports" / "verification.md").string() << "\n";
+      << "\n  report: " << (reports_dir / "verification.md").string() << "\n";
 }
 
 void register_verify_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("verify", "Run the gates (L0, L1/L2 per stage, PASS_VERIFIED, L3) on an engine directory");
   struct Options {
-    std::string dir, only;
+    std::string dir, only, reports_dir;
     std::vector<std::string> golden;
     int threads = 2;
     bool json = false, allow_modified = false;
@@ -37,18 +40,27 @@ void register_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--only", opts->only, "run only gates whose id starts with this (e.g. L0, L1, PASS_VERIFIED, L3)");
   cmd->add_option("--threads", opts->threads, "engine threads for the gate runs")->capture_default_str();
   cmd->add_flag("--json", opts->json, "print the report as one JSON object");
+  cmd->add_option("--reports-dir", opts->reports_dir,
+                  "write verification.{json,md} here instead of DIR/reports (the agents' stage gate keeps them out of the "
+                  "reach of the agent-written code it runs)");
   cmd->add_flag("--allow-modified-sources", opts->allow_modified,
                 "with --only: build and run sources that are not the generated ones (planted-defect tests); their "
                 "CMakeLists.txt runs unchecked");
   cmd->callback([opts, &exit_code] {
+    // The verifier runs code it judges (B0's CMakeLists.txt with --allow-modified-sources, the stage executables) as
+    // its own children, under its own user: not dumpable, its /proc entries (its stdout above all, where the report
+    // is read from) cannot be opened by them, so they cannot write a verdict in its name. Children get their own
+    // dumpable flag back at exec.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     const generator::Engine engine = generator::load_engine(opts->dir);
     gates::GateOptions gopts;
     gopts.threads = opts->threads;
     if (opts->allow_modified && opts->only.empty()) throw mi::Error("--allow-modified-sources needs --only GATE: a full verification always checks the sources");
     gopts.allow_modified_sources = opts->allow_modified;
     for (const auto& g : opts->golden) gopts.golden_cases.push_back(g);
+    gopts.reports_dir = opts->reports_dir;
     const gates::Report report = gates::verify_engine(engine, gopts, opts->only);
-    print_report(report, engine, opts->json, std::cout);
+    print_report(report, engine, opts->json, std::cout, gates::reports_directory(engine, gopts));
     exit_code = report.failed() ? kExitFailure : kExitOk;
   });
 }

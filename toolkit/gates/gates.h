@@ -19,7 +19,13 @@ struct GateOptions {
   // With `only`: build and run a directory whose sources are not the generated ones (tests that plant a defect and
   // investigations). DIR's CMakeLists.txt then runs unchecked; the state is never PASS_VERIFIED.
   bool allow_modified_sources = false;
+  // Where the reports go; empty: DIR/reports. The agents' stage gate names a directory outside the engine directory:
+  // the verifier runs agent-written code, which must not be able to leave a report where one is looked for.
+  std::filesystem::path reports_dir;
 };
+
+// options.reports_dir, or DIR/reports.
+std::filesystem::path reports_directory(const generator::Engine& engine, const GateOptions& options);
 
 // What B0 built: the sha256 of every executable, computed by the gate runner right after the build. Every later
 // gate checks an executable against it before running it, so a binary replaced after the build is never run.
@@ -43,7 +49,8 @@ GateResult build_gate(const generator::Engine& engine, int jobs, BuildRecord& re
 // foreign inference framework among its dynamic dependencies.
 GateResult provenance_gate(const generator::Engine& engine, const BuildRecord& record);
 
-// L1 for one stage: its test-contract executable (hash-checked) exits 0.
+// L1 for one stage: its test-contract executable (hash-checked) exits 0 and its GoogleTest JSON report shows every
+// test the contract source declares run to completion without a failure (gtest_results.h).
 GateResult stage_gate(const generator::Engine& engine, const std::string& stage, const GateOptions& options,
                       const BuildRecord& record);
 

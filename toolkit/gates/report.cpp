@@ -37,9 +37,9 @@ std::string Report::to_markdown() const {
   return o.str();
 }
 
-void Report::write(const std::filesystem::path& engine_dir) const {
-  generator::write_file(engine_dir / "reports" / "verification.json", to_json().dump(2) + "\n");
-  generator::write_file(engine_dir / "reports" / "verification.md", to_markdown());
+void Report::write(const std::filesystem::path& reports_dir) const {
+  generator::write_file(reports_dir / "verification.json", to_json().dump(2) + "\n");
+  generator::write_file(reports_dir / "verification.md", to_markdown());
 }
 
 }  // namespace mi::gates

@@ -1,5 +1,6 @@
 // The verification report of an engine: each gate, its command, duration, result and evidence, and the final
-// state (PASS_VERIFIED or the first failing gate). Written as DIR/reports/verification.json and .md.
+// state (PASS_VERIFIED or the first failing gate). Written as DIR/reports/verification.json and .md (or into the
+// directory `verify --reports-dir` names).
 #pragma once
 #include <filesystem>
 #include <string>
@@ -29,7 +30,8 @@ struct Report {
   bool failed() const;
   nlohmann::json to_json() const;
   std::string to_markdown() const;
-  void write(const std::filesystem::path& engine_dir) const;
+  // Writes verification.json and verification.md into `reports_dir` (normally DIR/reports).
+  void write(const std::filesystem::path& reports_dir) const;
 };
 
 }  // namespace mi::gates

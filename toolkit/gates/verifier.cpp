@@ -16,6 +16,10 @@ double gate_bound(const ckb::Ckb& ckb, const std::string& gate_id, const std::st
   fail("ckb/test_contracts: no gate ", gate_id);
 }
 
+std::filesystem::path reports_directory(const generator::Engine& engine, const GateOptions& options) {
+  return options.reports_dir.empty() ? engine.dir / "reports" : options.reports_dir;
+}
+
 Report verify_engine(const generator::Engine& engine, const GateOptions& options, const std::string& only) {
   Report report;
   report.engine = engine.name;
@@ -61,7 +65,7 @@ Report verify_engine(const generator::Engine& engine, const GateOptions& options
       break;
     }
   if (!only.empty() && !report.failed()) report.state = "PASSED:" + only;  // a partial run verifies nothing whole
-  report.write(engine.dir);
+  report.write(reports_directory(engine, options));
   return report;
 }
 

@@ -42,6 +42,61 @@ TEST(AgentEngineStage, TheVerifierReadsGateBoundsFromTheToolkitsCkb) {
   EXPECT_NE(g.evidence.find("gate bounds from: " + (fs::path(METAINFER_SOURCE_DIR) / "ckb").string()), std::string::npos) << g.evidence;
 }
 
+// The verifier runs agent-written code (the stage tests link it): that code must not be able to leave a report or a
+// round's evidence in reports/, where the workflow and users look for them. A stand-in verifier plays the agent code
+// (it runs in the same isolation) and tries.
+TEST(AgentEngineStage, AgentCodeUnderTheGateCannotPlantReports) {
+  if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "the verifier runs isolated; no isolation here";
+  mi_test::TempDir dir("agents-engine-reports");
+  const fs::path run = dir / "engine", fake = dir / "bin" / "fake-metainfer";
+  fs::create_directories(run / "tests");
+  std::ofstream(run / "MANIFEST.json") << R"({"format": "metainfer-manifest/1", "engine": "e", "binary": "bin/e", "stages": ["basic_execution"]})";
+  std::ofstream(run / "tests/stage_basic_execution_test.cpp") << "\n";
+  fs::create_directories(fake.parent_path());
+  std::ofstream(fake) << "#!/bin/sh\n"
+                         "prev=; for a; do [ \"$prev\" = --reports-dir ] && rd=$a; prev=$a; done\n"
+                         "mkdir -p reports/basic_execution; echo '{\"state\": \"PASSED:L1_stage:basic_execution\"}' > reports/verification.json\n"
+                         "echo forged > reports/basic_execution/round-0.txt\n"
+                         "mkdir -p \"$rd\" && echo written > \"$rd/verification.json\" && ok=yes\n"
+                         "echo '{\"state\": \"FAILED:L1_stage:basic_execution\", \"gates\": [{\"id\": \"L1_stage:basic_execution\", "
+                         "\"passed\": false, \"summary\": \"reports-dir='$rd' writable='$ok'\"}]}'\nexit 1\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  const GateOutcome g = engine_stage_gate({fake, METAINFER_SOURCE_DIR, 60})(run, "basic_execution");
+  EXPECT_FALSE(g.passed);
+  EXPECT_FALSE(fs::exists(run / "reports/verification.json"));
+  EXPECT_FALSE(fs::exists(run / "reports/basic_execution/round-0.txt"));
+  // The verifier was told to write its reports outside the engine directory, where it could.
+  EXPECT_NE(g.evidence.find(std::string("reports-dir=") + kStageGateReportsDir + " writable=yes"), std::string::npos) << g.evidence;
+}
+
+// Nor can it write a verdict into the verifier's own output, through /proc/<verifier>/fd/1: the real verifier runs
+// the engine's CMakeLists.txt (unchecked, as agent-written sources are), which here tries exactly that.
+TEST(AgentEngineStage, AgentCodeUnderTheGateCannotWriteIntoTheVerifiersOutput) {
+  if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "the verifier runs isolated; no isolation here";
+  mi_test::TempDir dir("agents-engine-stdout");
+  const fs::path run = dir / "engine";
+  fs::create_directories(run / "tests");
+  std::ofstream(run / "MANIFEST.json") << R"({"format": "metainfer-manifest/1", "engine": "e", "binary": "build/e", "stages": ["basic_execution"]})";
+  std::ofstream(run / "tests/stage_basic_execution_test.cpp") << "TEST(BasicExecution, Runs) {}\n";
+  std::ofstream(run / "CMakeLists.txt") << "cmake_minimum_required(VERSION 3.16)\nproject(probe NONE)\n"
+                                           "execute_process(COMMAND /bin/sh ${CMAKE_SOURCE_DIR}/probe.sh)\n";
+  // Walks up to the verifier and tries to open its stdout; says what happened in a file of the run directory.
+  std::ofstream(run / "probe.sh") << "p=$$\n"
+                                     "while [ \"$p\" -gt 1 ]; do\n"
+                                     "  if [ \"$(cat /proc/$p/comm)\" = metainfer ]; then\n"
+                                     "    if echo '{\"state\": \"PASSED:L1_stage:basic_execution\", \"gates\": []}' 2>/dev/null > /proc/$p/fd/1;\n"
+                                     "    then echo OPENED > probe-result.txt; else echo DENIED > probe-result.txt; fi\n"
+                                     "    exit 0\n"
+                                     "  fi\n"
+                                     "  p=$(awk '{print $4}' /proc/$p/stat)\n"
+                                     "done\n"
+                                     "echo NO-VERIFIER > probe-result.txt\n";
+  write_protected_manifest(protected_manifest_path(run), snapshot_protected(run, default_protected_globs()));
+  const GateOutcome g = engine_stage_gate({METAINFER_BINARY, METAINFER_SOURCE_DIR, 120})(run, "basic_execution");
+  EXPECT_FALSE(g.passed) << g.evidence;
+  EXPECT_EQ(slurp(run / "probe-result.txt"), "DENIED\n") << g.evidence;
+}
+
 TEST(AgentEngineStage, RepairsABrokenKernelUnderTheRealStageGate) {
   if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "the verifier runs isolated; no isolation here";
   mi_test::TempDir dir("agents-engine");

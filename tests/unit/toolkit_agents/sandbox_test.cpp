@@ -5,6 +5,8 @@
 #include <fstream>
 #include <map>
 
+#include <unistd.h>
+
 #include "agents_test_support.h"
 #include "../toolkit_support.h"
 #include "agents/agent_role.h"
@@ -229,8 +231,9 @@ TEST(AgentSandbox, CommandsRunInTheRunDirectoryWithoutNetworkAndWithLimits) {
   }
 }
 
-// SWITCH=OFF holds for shell commands as for read_file/write_file: a command that names a reference tree is refused
-// unrun; output carrying a foreign signature is withheld; a file a command writes with one is undone. Each counts.
+// SWITCH=OFF holds for shell commands as for read_file/write_file: a command that names a reference tree or a file
+// carrying a foreign signature is refused unrun; other output carrying a signature is withheld; a file a command
+// writes with one is undone. Each counts.
 TEST(AgentSandbox, CommandsCannotBypassTheSourceSwitch) {
   if (!command_isolation().hides_paths) GTEST_SKIP() << "with references configured, commands need an isolation that hides them";
   World w;
@@ -244,12 +247,18 @@ TEST(AgentSandbox, CommandsCannotBypassTheSourceSwitch) {
   ASSERT_EQ(sb.violations().size(), 1u);
   EXPECT_EQ(sb.violations()[0].rule, "reference_path");
 
+  // A file carrying a signature is hidden from commands, and naming it is refused unrun
+  // (command_signature_files_test.cpp has the re-encoding cases).
   const ToolOutcome cat = sb.call(impl, "run_command", {{"command", "cat src/copied.py"}});
   EXPECT_TRUE(cat.violation);
   EXPECT_FALSE(cat.ok);
   EXPECT_EQ(cat.output.find("import torch"), std::string::npos) << cat.output;
-  EXPECT_EQ(cat.output.find("SPDX"), std::string::npos) << cat.output;
-  EXPECT_NE(cat.output.find("withheld"), std::string::npos) << cat.output;
+  EXPECT_NE(cat.output.find("not run"), std::string::npos) << cat.output;
+  // Output that carries a signature from anywhere else (here, made up by the command) is still withheld.
+  const ToolOutcome said = sb.call(impl, "run_command", {{"command", "printf 'import vll''m\\nimport torch\\n'"}});
+  EXPECT_TRUE(said.violation);
+  EXPECT_EQ(said.output.find("import torch"), std::string::npos) << said.output;
+  EXPECT_NE(said.output.find("withheld"), std::string::npos) << said.output;
 
   const std::string kernel = slurp(w.run / "src/kernel.cpp");
   const ToolOutcome wrote = sb.call(impl, "run_command",
@@ -258,10 +267,11 @@ TEST(AgentSandbox, CommandsCannotBypassTheSourceSwitch) {
   EXPECT_FALSE(fs::exists(w.run / "src/x.py"));
   EXPECT_EQ(slurp(w.run / "src/kernel.cpp"), kernel);  // restored
   EXPECT_EQ(wrote.edits, 0);
-  ASSERT_EQ(sb.violations().size(), 4u);
-  for (std::size_t i = 1; i < 4; ++i) EXPECT_EQ(sb.violations()[i].rule, "foreign_signature") << sb.violations()[i].detail;
-  EXPECT_EQ(sb.violations()[2].path, "src/kernel.cpp");
-  EXPECT_EQ(sb.violations()[3].path, "src/x.py");
+  ASSERT_EQ(sb.violations().size(), 5u);
+  for (std::size_t i = 1; i < 5; ++i) EXPECT_EQ(sb.violations()[i].rule, "foreign_signature") << sb.violations()[i].detail;
+  EXPECT_EQ(sb.violations()[1].path, "src/copied.py");
+  EXPECT_EQ(sb.violations()[3].path, "src/kernel.cpp");
+  EXPECT_EQ(sb.violations()[4].path, "src/x.py");
 }
 
 // Shell-made edits are measured like write_file's, and a command's changes outside the role's write paths are undone.
@@ -321,6 +331,7 @@ TEST(AgentSandbox, CommandsCannotLeaveHardLinksOrEscapingSymlinks) {
   const ToolOutcome hidden = sb.call(impl, "run_command", {{"command", "mkdir -p build && ln src/kernel.cpp build/k.cpp"}});
   EXPECT_TRUE(hidden.violation) << hidden.output;
   EXPECT_EQ(fs::hard_link_count(w.run / "src/kernel.cpp"), 1u);  // re-created: the build tree's name is another file now
+  EXPECT_FALSE(fs::exists(w.run / "build/k.cpp"));                 // and the new name, judged in the build tree too, removed
 
   const std::string ckb_target = (fs::canonical(w.ckb) / "contracts/EVIL.toml").string();
   const std::string repo_target = (fs::canonical(w.dir.path()) / "repo/components/attention.cpp").string();
@@ -340,8 +351,9 @@ TEST(AgentSandbox, CommandsCannotLeaveHardLinksOrEscapingSymlinks) {
 
   std::map<std::string, int> rules;
   for (const auto& v : sb.violations()) ++rules[v.rule];
-  // ln a b changes both names: the new one (hard_link) and the delta file the implementer may not write.
-  EXPECT_EQ(rules["hard_link"], 2) << ::testing::PrintToString(rules);
+  // ln a b changes both names: the new one (hard_link) and the delta file the implementer may not write; the link
+  // into the build tree is refused on both of its names.
+  EXPECT_EQ(rules["hard_link"], 3) << ::testing::PrintToString(rules);
   EXPECT_EQ(rules["write_not_granted"], 1) << ::testing::PrintToString(rules);
   EXPECT_EQ(rules["symlink"], 4) << ::testing::PrintToString(rules);
 }
@@ -454,9 +466,10 @@ struct ForcedIsolation {
   ~ForcedIsolation() { ::unsetenv("METAINFER_AGENT_ISOLATION"); }
 };
 
-// Without bubblewrap, the unshare fallback still leaks nothing: no network, the reference trees hidden (also from a
-// command that builds their path at run time, with SWITCH=ON, and from the gate), mounts that cannot be undone, the
-// CKB and the test contracts read-only.
+// Without bubblewrap, the unshare fallback still leaks nothing: no network, its own PID namespace, a new root that
+// holds the system, the run directory and the CKB only, the reference trees hidden (also from a command that builds
+// their path at run time, with SWITCH=ON, and from the gate), mounts that cannot be undone, the CKB and the test
+// contracts read-only.
 TEST(AgentSandbox, TheUnshareFallbackHidesTheReferencesAndTheNetwork) {
   ForcedIsolation forced("unshare");
   if (command_isolation().kind != IsolationKind::unshare_net || !command_isolation().hides_paths)
@@ -479,9 +492,22 @@ TEST(AgentSandbox, TheUnshareFallbackHidesTheReferencesAndTheNetwork) {
   EXPECT_FALSE(read.violation) << read.output;
   EXPECT_EQ(read.output.find("SECRET-REFERENCE"), std::string::npos) << read.output;
   EXPECT_EQ(read.output.find("attention.py"), std::string::npos) << read.output;
-  // The rest of the host's file system is there (the fallback says so): a sibling tree is readable.
-  const ToolOutcome other = sb.call(impl, "run_command", {{"command", "cat " + (fs::canonical(w.dir.path()) / "reference-other/other.txt").string()}});
-  EXPECT_NE(other.output.find("OTHER-TREE"), std::string::npos) << other.output;
+  // The rest of the host's file system is not there: a sibling tree and the repository are out of sight, while the
+  // toolchain (what /usr and /etc hold) works.
+  const ToolOutcome other = sb.call(impl, "run_command", {{"command", "cat " + (fs::canonical(w.dir.path()) / "reference-other/other.txt").string() +
+                                                                          "; ls " + METAINFER_SOURCE_DIR + "; ls /; true"}});
+  EXPECT_EQ(other.output.find("OTHER-TREE"), std::string::npos) << other.output;
+  EXPECT_EQ(other.output.find("CMakeLists.txt"), std::string::npos) << other.output;
+  EXPECT_EQ(other.output.find("root\n"), std::string::npos) << other.output;  // /root is not in the new root
+  const ToolOutcome cc = sb.call(impl, "run_command", {{"command", "printf 'int main() { return 7; }\\n' > src/t.c && mkdir -p build && cc src/t.c -o build/t && "
+                                                                       "{ ./build/t; echo status=$?; }"}});
+  EXPECT_NE(cc.output.find("status=7"), std::string::npos) << cc.output;
+  // Its own PID namespace: the test's process (and every other host process) is not in its /proc, so no
+  // /proc/PID/root leads back to the host's mounts.
+  const std::string self = std::to_string(::getpid());
+  const ToolOutcome pid = sb.call(impl, "run_command", {{"command", "test -e /proc/" + self + " && echo HOST-PID-VISIBLE; echo pid=$$; ls /proc/1/root/ | head -3"}});
+  EXPECT_EQ(pid.output.find("HOST-PID-VISIBLE"), std::string::npos) << pid.output;
+  EXPECT_NE(pid.output.find("pid=1\n"), std::string::npos) << pid.output;
   // Read-only: the CKB, and a test contract (and whatever the mounts miss, the snapshot undoes).
   const std::string contract = slurp(w.run / "tests/stage_test.cpp"), ckb_file = slurp(w.ckb / "contracts/matmul.toml");
   sb.call(impl, "run_command", {{"command", "echo x >> tests/stage_test.cpp; echo x >> " + (fs::canonical(w.ckb) / "contracts/matmul.toml").string()}});
