@@ -8,6 +8,7 @@
 #include "agents/protected_files.h"
 #include "agents/signature_files.h"
 #include "common/error.h"
+#include "common/json_file.h"
 #include "generator/generator.h"
 #include "process/subprocess.h"
 
@@ -49,9 +50,20 @@ struct VerifierRun {
 
 // `metainfer verify . --only <only> --allow-modified-sources --json` in the run directory, isolated.
 VerifierRun run_verifier(const EngineGateOptions& o, const fs::path& run_dir, const std::string& only, int threads) {
-  std::vector<fs::path> readonly = {o.source_dir};
-  if (!o.metainfer_binary.empty() && o.metainfer_binary.lexically_relative(o.source_dir).string().rfind("..", 0) == 0)
-    readonly.push_back(o.metainfer_binary.parent_path());
+  // Only what the verifier reads of the toolkit's checkout (the gate bounds and contracts in ckb/, the stage-test
+  // sources it compares against, the formatting style), never the whole checkout: an evolution's work directory,
+  // build trees or a candidate's sources there would let the code under test read what it must re-derive (found by
+  // review: a SWITCH=OFF regeneration could #include the SWITCH=ON candidate's file by its absolute path).
+  std::vector<fs::path> readonly;
+  for (const char* part : {"ckb", "tests/engine_contracts", ".clang-format"})
+    if (fs::exists(o.source_dir / part)) readonly.push_back(o.source_dir / part);
+  // The checkpoint the stage tests load (the manifest's constraints.model), wherever it lies.
+  try {
+    const fs::path model = read_json_file(run_dir / "MANIFEST.json").at("constraints").at("model").get<std::string>();
+    if (fs::is_directory(model)) readonly.push_back(model);
+  } catch (const std::exception&) {  // no manifest or no model: the verifier reports what it misses
+  }
+  if (!o.metainfer_binary.empty()) readonly.push_back(o.metainfer_binary);  // the binary alone, not its build tree
   // The gate bounds (test_contracts/gates.toml) come from the toolkit's own CKB, named here rather than left to
   // whatever the verifier's default would find: an evolution round's staged CKB, which agents' deltas shaped, must
   // never be what judges them.

@@ -240,7 +240,17 @@ class Round {
     fs::remove_all(regen);
     lay_down_contracts(regen, cfg_.contracts_dir, cfg_.withheld_sources);
     auto run = make_run(regen);
-    return stage_phase(*run, "regenerate");
+    const std::string staged = stage_phase(*run, "regenerate");
+    if (!staged.empty() || !cfg_.final_gates || !is_engine_directory(regen, cfg_.stage)) return staged;
+    // The stage gate passed; its verdict came from the executable the agents' code is linked into. Before the delta
+    // may be merged, the regenerated engine must pass the gates that run it from outside (acceptance, L3).
+    const FinalGatesOutcome f = cfg_.final_gates(regen);
+    record_["regenerate_final_gates"] = {{"passed", f.passed}, {"state", f.state}, {"acceptance", f.acceptance}};
+    save();
+    if (f.passed) return "";
+    last_evidence_ = f.evidence;
+    return "failed: the regeneration passed its stage gate but not the final gates run from outside it (" + f.state +
+           "); the delta is not merged";
   }
 
   std::string merge(std::vector<std::string>& merged) {

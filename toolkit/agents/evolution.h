@@ -35,6 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agents/engine_gate.h"
 #include "agents/llm_backend.h"
 #include "agents/source_switch.h"
 #include "agents/stage_loop.h"
@@ -63,6 +64,11 @@ struct EvolutionConfig {
   // is recorded in the round ("coverage_after_merge"), the result and the summary. A gap left is reported, not a
   // failure: the plan may lack something no knowledge delta can add (a platform feature, a kernel). Unset: not asked.
   std::function<nlohmann::json(const std::filesystem::path& merged_ckb)> after_merge;
+  // The out-of-process check of a SWITCH=OFF regeneration that is a whole engine directory, before its delta may be
+  // merged: the stage gate's verdict comes from the stage executable the agents' code is linked into, so it alone
+  // cannot be trusted to accept knowledge (`metainfer evolve` runs engine_final_gates: L0 provenance, acceptance
+  // against the reference, L3). Answers {passed, state, evidence}. Unset: not run (script-gated rounds).
+  std::function<FinalGatesOutcome(const std::filesystem::path& engine_dir)> final_gates;
 };
 
 struct EvolutionResult {

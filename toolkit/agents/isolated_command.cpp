@@ -82,6 +82,12 @@ done
 ln -s /proc/self/fd "$R/dev/fd" && ln -s /proc/self/fd/0 "$R/dev/stdin" && ln -s /proc/self/fd/1 "$R/dev/stdout" &&
   ln -s /proc/self/fd/2 "$R/dev/stderr" || fail "cannot create /dev/fd"
 mount -t proc -o nosuid,nodev,noexec proc "$R/proc" || fail "cannot mount /proc for the new PID namespace"
+# The kernel's knobs stay read-only: a uid-0 command without capabilities still passes /proc/sys's owner bits
+# (kernel.core_pattern would run a program as host root), and sysrq-trigger reboots the host.
+for k in sys sysrq-trigger irq bus; do
+  [ -e "$R/proc/$k" ] || continue
+  mount --bind "$R/proc/$k" "$R/proc/$k" && mount -o remount,bind,ro "$R/proc/$k" || fail "cannot make /proc/$k read-only"
+done
 mount -t tmpfs -o mode=1777 mi-tmp "$R/tmp" || fail "cannot mount a private /tmp"
 mkdir -p "$R$run_dir" && mount --bind "$run_dir" "$R$run_dir" || fail "cannot mount the run directory"
 mode=
@@ -112,7 +118,7 @@ std::vector<std::string> fallback_prefix(bool unprivileged, const fs::path& root
                                          const FallbackMounts& m, const std::string& shell) {
   std::vector<std::string> argv = {"unshare"};
   if (unprivileged) argv.push_back("-r");
-  argv.insert(argv.end(), {"-n", "-m", "-p", "--fork", "--propagation", "private", "/bin/bash", "-c", kRootScript, "mi-isolation",
+  argv.insert(argv.end(), {"-n", "-m", "-p", "-i", "-u", "--fork", "--propagation", "private", "/bin/bash", "-c", kRootScript, "mi-isolation",
                            root.string(), run_dir.string()});
   for (const auto& [flag, list] : {std::pair{"--readonly", &m.readonly}, {"--overlay", &m.overlays}, {"--hide", &m.hidden}}) {
     argv.push_back(flag);
@@ -151,7 +157,7 @@ Isolation probe_unshare() {
   for (const bool unprivileged : {false, true})
     if (works(fallback_prefix(unprivileged, root.path, tmp, {{"/usr"}, {}, {"/usr/share", "/etc/hostname"}}, "test -d /proc/self")))
       return {IsolationKind::unshare_net,
-              std::string(unprivileged ? "unshare -r -n -m -p" : "unshare -n -m -p") +
+              std::string(unprivileged ? "unshare -r -n -m -p -i -u" : "unshare -n -m -p -i -u") +
                   ": no network, own PID namespace, a new root holding only the system's read-only /usr and /etc, a "
                   "private /tmp, the run directory and the read-only CKB; reference trees hidden, capabilities dropped",
               true};

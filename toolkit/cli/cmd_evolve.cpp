@@ -7,8 +7,10 @@
 // stage's own sources are withheld from both, so their implementers must write them), and by the protected script
 // gates/<stage>.sh otherwise.
 // `metainfer agents evolve` is the same implementation with a free-text target allowed.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/evolve_options.h"
 #include "common/error.h"
+#include "common/json_file.h"
 #include "coverage/coverage.h"
 
 namespace mi::cli {
@@ -119,7 +122,16 @@ int run_evolve(const EvolveOptions& e) {
   }
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  const agents::GateRunner gate = agents::engine_or_script_gate({self, ckb::default_repo_root(), e.gate_timeout_s, 16 * 1024, reference_trees(e.llm)}, e.gate_timeout_s);
+  const agents::EngineGateOptions gate_options{self, ckb::default_repo_root(), e.gate_timeout_s, 16 * 1024, reference_trees(e.llm)};
+  const agents::GateRunner gate = agents::engine_or_script_gate(gate_options, e.gate_timeout_s);
+  // An engine-directory round's SWITCH=OFF regeneration is also run from outside (acceptance, L3) before its merge.
+  if (engine_contracts)
+    cfg.final_gates = [gate_options](const fs::path& engine_dir) {
+      // The engine's own thread count (constraints.threads; 0 = every CPU), as `generate` verifies it.
+      int threads = read_json_file(engine_dir / "MANIFEST.json").at("constraints").value("threads", 0);
+      if (threads <= 0) threads = std::max(1, int(std::thread::hardware_concurrency()));
+      return agents::engine_final_gates(gate_options, engine_dir, threads, {});
+    };
   const agents::EvolutionResult r = agents::evolve(cfg, [bc] { return agents::make_backend(bc); }, gate, e.resume);
   std::cerr << "metainfer evolve: " << r.state << (r.detail.empty() ? "" : " (" + r.detail + ")") << "; records in "
             << cfg.work_dir.string() << "\n";

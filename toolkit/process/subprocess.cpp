@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,17 @@
 extern char** environ;
 
 namespace mi::process {
+namespace {
+// Closes every fd >= first in a forked child (async-signal-safe: close_range, else close() up to the fd limit).
+void close_open_files_from(int first) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, (unsigned)first, ~0U, 0U) == 0) return;
+#endif
+  struct rlimit limit {};
+  const long max_fd = getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY ? long(limit.rlim_cur) : 65536;
+  for (long fd = first; fd < max_fd && fd < (1L << 20); ++fd) close(int(fd));
+}
+}  // namespace
 
 int spawn(const std::vector<std::string>& argv, const RunOptions& options, int in_fd, int out_fd, int err_fd) {
   if (argv.empty()) fail("run: empty command");
@@ -40,6 +52,10 @@ int spawn(const std::vector<std::string>& argv, const RunOptions& options, int i
     dup2(in_fd, 0);
     dup2(out_fd, 1);
     dup2(err_fd, 2);
+    // Nothing but stdin/stdout/stderr crosses into the child: an fd the parent holds open (a transcript stream, a
+    // log, a socket) opened without O_CLOEXEC would otherwise let the command write into it (found by review: an
+    // agent's command could append events to its own transcript past the read-only mount).
+    close_open_files_from(3);
     if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) _exit(126);
     execvpe(args[0], args.data(), envp.data());
     const std::string msg = std::string("exec failed: ") + args[0] + ": " + std::strerror(errno) + "\n";

@@ -246,6 +246,10 @@ TEST(Evolve, RoundsOverAnEngineAreJudgedByTheRealStageGate) {
     ASSERT_TRUE(fs::exists(merged));
     EXPECT_NE(slurp(merged).find("evo-002"), std::string::npos) << slurp(merged);
     EXPECT_NE(slurp(work / "evo-002/regen/reports/basic_execution/round-0.txt").find("PASSED L1_stage:basic_execution"), std::string::npos);
+    // Before the merge, the regenerated engine also passed the gates that run it from outside (acceptance, L3).
+    const json round = json::parse(slurp(work / "evo-002/round.json"));
+    EXPECT_EQ(round["regenerate_final_gates"]["passed"], true) << round.dump();
+    EXPECT_EQ(round["regenerate_final_gates"]["state"], "PASSED:L0_provenance,PASS_VERIFIED,L3") << round.dump();
   }
 }
 

@@ -191,6 +191,47 @@ TEST(AgentEvolution, AFailedRoundSeedsTheNextWhichIsAbsorbedAndTagged) {
   EXPECT_EQ(server.requests().size(), requests);
 }
 
+// A regeneration that is an engine directory passes its stage gate (whose verdict the code under test produces) but
+// not the final gates run from outside it: the round fails and nothing is merged. With final gates that pass, the
+// same round is absorbed. (Stand-ins for engine_final_gates; `metainfer evolve` wires the real one.)
+TEST(AgentEvolution, AnEngineRegenerationMustAlsoPassTheFinalGatesBeforeItsMerge) {
+  REQUIRE_ISOLATION();
+  for (const bool final_pass : {false, true}) {
+    SCOPED_TRACE(final_pass);
+    EvoWorld w;
+    write(w.contracts / "MANIFEST.json", "{}\n");  // with the stage test below: an engine directory for stage target
+    write(w.contracts / "tests/stage_target_test.cpp", "// the stage's test contract\n");
+    std::vector<fs::path> judged;
+    EvolutionConfig c = w.config(1);
+    c.final_gates = [&](const fs::path& engine_dir) {
+      judged.push_back(engine_dir);
+      FinalGatesOutcome f;
+      f.passed = final_pass;
+      f.state = final_pass ? "PASSED:L0_provenance,PASS_VERIFIED,L3" : "FAILED:PASS_VERIFIED";
+      f.acceptance = final_pass ? "PASS_VERIFIED" : "";
+      f.evidence = "FAILED PASS_VERIFIED: greedy ids differ from the trace (forged stage report)\n";
+      return f;
+    };
+    const std::vector<json> analysis = {
+        tool_step({{"system_contains", "failure-analysis agent"}, {"body_contains", {"failed in phase regenerate", "forged stage report"}}},
+                  "write_file", {{"path", "failure/analysis.md"}, {"content", "ANALYSIS: acceptance failed.\n"}}),
+        text_step("Analysis written.")};
+    mi_test::ScriptedLlmServer server(final_pass ? script({strategy(), explore_and_consolidate(), candidate_writes("2"), regeneration_writes("2"),
+                                                           summary("ABSORBED")})
+                                                 : script({strategy(), explore_and_consolidate(), candidate_writes("2"), regeneration_writes("2"),
+                                                           analysis, summary("FAILED")}));
+    const EvolutionResult r = evolve(c, backends(server), script_gate(30), false);
+    EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+    ASSERT_EQ(judged.size(), 1u);
+    EXPECT_EQ(judged[0], w.work / "evo-001/regen");
+    const json round = json::parse(slurp(w.work / "evo-001/round.json"));
+    EXPECT_EQ(round["regenerate"]["state"], "PASSED");  // the stage gate itself passed
+    EXPECT_EQ(round["regenerate_final_gates"]["passed"], final_pass);
+    EXPECT_EQ(r.state, final_pass ? "ABSORBED" : "FAILED") << r.detail;
+    EXPECT_EQ(fs::exists(w.ckb / "experience/scale.md"), final_pass);
+  }
+}
+
 // The merge takes the delta the gates judged, not whatever candidate/ckb_delta/ holds by then: a delta changed after
 // staging (here by the candidate's gate run, standing in for any way round the sandbox) fails the round, is counted,
 // and nothing reaches the CKB.

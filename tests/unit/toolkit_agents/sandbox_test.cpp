@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "agents_test_support.h"
@@ -191,6 +192,21 @@ TEST(AgentSandbox, GrantsFollowTheRoleFile) {
   EXPECT_EQ(e.lines_added, 2);
   EXPECT_EQ(e.lines_removed, 1);
   EXPECT_EQ(slurp(w.run / "src/kernel.cpp"), "int f() { return 2;\n  // two }\n");
+}
+
+// A file the parent holds open without O_CLOEXEC (as a transcript stream is) is not inherited by a command: writing to
+// its fd number fails in the child and the file stays empty.
+TEST(AgentSandbox, CommandsInheritNoOpenFilesBeyondTheStandardThree) {
+  mi_test::TempDir dir("fd-leak");
+  const std::string path = (dir.path() / "held.txt").string();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);  // no O_CLOEXEC on purpose
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::dup2(fd, 9), 9);
+  const auto r = mi::process::run({"sh", "-c", "echo leaked >&9"});
+  ::close(9);
+  ::close(fd);
+  EXPECT_NE(r.exit_code, 0) << "fd 9 was inherited: " << r.out << r.err;
+  EXPECT_EQ(slurp(path), "");
 }
 
 TEST(AgentSandbox, CommandsRunInTheRunDirectoryWithoutNetworkAndWithLimits) {
@@ -508,6 +524,10 @@ TEST(AgentSandbox, TheUnshareFallbackHidesTheReferencesAndTheNetwork) {
   const ToolOutcome pid = sb.call(impl, "run_command", {{"command", "test -e /proc/" + self + " && echo HOST-PID-VISIBLE; echo pid=$$; ls /proc/1/root/ | head -3"}});
   EXPECT_EQ(pid.output.find("HOST-PID-VISIBLE"), std::string::npos) << pid.output;
   EXPECT_NE(pid.output.find("pid=1\n"), std::string::npos) << pid.output;
+  // The kernel's knobs are read-only (as root without capabilities /proc/sys's owner bits would let it write).
+  const ToolOutcome knobs = sb.call(impl, "run_command", {{"command", "for f in /proc/sys/kernel/core_pattern /proc/sysrq-trigger; do "
+                                                                        "test -w $f && echo WRITABLE $f; done; true"}});
+  EXPECT_EQ(knobs.output.find("WRITABLE"), std::string::npos) << knobs.output;
   // Read-only: the CKB, and a test contract (and whatever the mounts miss, the snapshot undoes).
   const std::string contract = slurp(w.run / "tests/stage_test.cpp"), ckb_file = slurp(w.ckb / "contracts/matmul.toml");
   sb.call(impl, "run_command", {{"command", "echo x >> tests/stage_test.cpp; echo x >> " + (fs::canonical(w.ckb) / "contracts/matmul.toml").string()}});
