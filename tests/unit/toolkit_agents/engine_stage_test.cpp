@@ -23,18 +23,27 @@ std::string slurp(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// An engine directory holding only what the stage gate looks for (MANIFEST.json, the stage's test contract), and a
+// stand-in verifier at dir/bin/fake-metainfer running `script`.
+struct StandInVerifier {
+  fs::path run, fake;
+  StandInVerifier(const fs::path& dir, const std::string& script) : run(dir / "engine"), fake(dir / "bin" / "fake-metainfer") {
+    fs::create_directories(run / "tests");
+    std::ofstream(run / "MANIFEST.json") << R"({"format": "metainfer-manifest/1", "engine": "e", "binary": "bin/e", "stages": ["basic_execution"]})";
+    std::ofstream(run / "tests/stage_basic_execution_test.cpp") << "\n";
+    fs::create_directories(fake.parent_path());
+    std::ofstream(fake) << script;
+    fs::permissions(fake, fs::perms::owner_all);
+  }
+};
+
 // The stage gate's verifier reads its gate bounds from the toolkit's CKB, named explicitly, whatever CKB the agents
 // were given (an evolution round's staged copy). A stand-in verifier reports what it was told.
 TEST(AgentEngineStage, TheVerifierReadsGateBoundsFromTheToolkitsCkb) {
   if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "the verifier runs isolated; no isolation here";
   mi_test::TempDir dir("agents-engine-ckb");
-  const fs::path run = dir / "engine", fake = dir / "bin" / "fake-metainfer";
-  fs::create_directories(run / "tests");
-  std::ofstream(run / "MANIFEST.json") << R"({"format": "metainfer-manifest/1", "engine": "e", "binary": "bin/e", "stages": ["basic_execution"]})";
-  std::ofstream(run / "tests/stage_basic_execution_test.cpp") << "\n";
-  fs::create_directories(fake.parent_path());
-  std::ofstream(fake) << "#!/bin/sh\necho \"gate bounds from: $METAINFER_CKB\"\nexit 1\n";
-  fs::permissions(fake, fs::perms::owner_all);
+  const StandInVerifier v(dir.path(), "#!/bin/sh\necho \"gate bounds from: $METAINFER_CKB\"\nexit 1\n");
+  const fs::path &run = v.run, &fake = v.fake;
   ::setenv("METAINFER_CKB", (dir / "staged_ckb").string().c_str(), 1);  // must not leak into the gate
   const GateOutcome g = engine_stage_gate({fake, METAINFER_SOURCE_DIR, 60})(run, "basic_execution");
   ::unsetenv("METAINFER_CKB");
@@ -48,19 +57,14 @@ TEST(AgentEngineStage, TheVerifierReadsGateBoundsFromTheToolkitsCkb) {
 TEST(AgentEngineStage, AgentCodeUnderTheGateCannotPlantReports) {
   if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "the verifier runs isolated; no isolation here";
   mi_test::TempDir dir("agents-engine-reports");
-  const fs::path run = dir / "engine", fake = dir / "bin" / "fake-metainfer";
-  fs::create_directories(run / "tests");
-  std::ofstream(run / "MANIFEST.json") << R"({"format": "metainfer-manifest/1", "engine": "e", "binary": "bin/e", "stages": ["basic_execution"]})";
-  std::ofstream(run / "tests/stage_basic_execution_test.cpp") << "\n";
-  fs::create_directories(fake.parent_path());
-  std::ofstream(fake) << "#!/bin/sh\n"
-                         "prev=; for a; do [ \"$prev\" = --reports-dir ] && rd=$a; prev=$a; done\n"
-                         "mkdir -p reports/basic_execution; echo '{\"state\": \"PASSED:L1_stage:basic_execution\"}' > reports/verification.json\n"
-                         "echo forged > reports/basic_execution/round-0.txt\n"
-                         "mkdir -p \"$rd\" && echo written > \"$rd/verification.json\" && ok=yes\n"
-                         "echo '{\"state\": \"FAILED:L1_stage:basic_execution\", \"gates\": [{\"id\": \"L1_stage:basic_execution\", "
-                         "\"passed\": false, \"summary\": \"reports-dir='$rd' writable='$ok'\"}]}'\nexit 1\n";
-  fs::permissions(fake, fs::perms::owner_all);
+  const StandInVerifier v(dir.path(), "#!/bin/sh\n"
+                                           "prev=; for a; do [ \"$prev\" = --reports-dir ] && rd=$a; prev=$a; done\n"
+                                           "mkdir -p reports/basic_execution; echo '{\"state\": \"PASSED:L1_stage:basic_execution\"}' > reports/verification.json\n"
+                                           "echo forged > reports/basic_execution/round-0.txt\n"
+                                           "mkdir -p \"$rd\" && echo written > \"$rd/verification.json\" && ok=yes\n"
+                                           "echo '{\"state\": \"FAILED:L1_stage:basic_execution\", \"gates\": [{\"id\": \"L1_stage:basic_execution\", "
+                                           "\"passed\": false, \"summary\": \"reports-dir='$rd' writable='$ok'\"}]}'\nexit 1\n");
+  const fs::path &run = v.run, &fake = v.fake;
   const GateOutcome g = engine_stage_gate({fake, METAINFER_SOURCE_DIR, 60})(run, "basic_execution");
   EXPECT_FALSE(g.passed);
   EXPECT_FALSE(fs::exists(run / "reports/verification.json"));
