@@ -70,7 +70,8 @@ ServerMetrics::ServerMetrics()
     : ttft_({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
       tpot_({0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2.5}),
       e2e_({0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}),
-      queue_({0.001, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60}) {}
+      queue_({0.001, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60}),
+      decode_batch_({1, 2, 4, 8, 16, 32, 64, 128, 256}) {}
 
 void ServerMetrics::count_request(const std::string& endpoint, int status) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -89,6 +90,17 @@ void ServerMetrics::observe_request(double ttft_s, double tpot_s, bool has_tpot,
   if (has_tpot) tpot_.observe(tpot_s);
   e2e_.observe(e2e_s);
   queue_.observe(queue_s);
+}
+
+void ServerMetrics::observe_step(long long prefill_tokens, double prefill_s, long long decode_tokens, double decode_s) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  prefill_forward_tokens_ += prefill_tokens;
+  prefill_forward_seconds_ += prefill_s;
+  if (decode_tokens <= 0) return;
+  ++decode_steps_;
+  decode_tokens_ += decode_tokens;
+  decode_seconds_ += decode_s;
+  decode_batch_.observe(double(decode_tokens));
 }
 
 std::string ServerMetrics::render(const LoopGauges& g) const {
@@ -114,6 +126,14 @@ std::string ServerMetrics::render(const LoopGauges& g) const {
          g.kv_blocks_total > 0 ? double(g.kv_blocks_used) / double(g.kv_blocks_total) : 0.0);
   single(out, "metainfer_kv_cache_cached_blocks", "gauge", "Unreferenced KV blocks kept for prefix reuse.",
          double(g.kv_blocks_cached));
+  single(out, "metainfer_prefill_forward_tokens_total", "counter", "Prompt tokens run through the model (prefix cache hits not).",
+         double(prefill_forward_tokens_));
+  single(out, "metainfer_prefill_forward_seconds_total", "counter", "Wall time of the prefill forwards.", prefill_forward_seconds_);
+  single(out, "metainfer_decode_steps_total", "counter", "Batched decode passes.", double(decode_steps_));
+  single(out, "metainfer_decode_tokens_total", "counter", "Tokens produced by the decode passes.", double(decode_tokens_));
+  single(out, "metainfer_decode_seconds_total", "counter", "Wall time of the decode passes (forward and sampling).",
+         decode_seconds_);
+  decode_batch_.render(out, "metainfer_decode_batch_size", "Sequences per decode pass.");
   ttft_.render(out, "metainfer_time_to_first_token_seconds", "Arrival to first sampled token.");
   tpot_.render(out, "metainfer_time_per_output_token_seconds", "Per request: (last - first token time) / (tokens - 1).");
   e2e_.render(out, "metainfer_e2e_request_latency_seconds", "Arrival to finish.");

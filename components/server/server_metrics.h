@@ -17,6 +17,15 @@
 //   time_per_output_token_seconds                histogram  (last token - first token) / (tokens - 1), per request
 //   e2e_request_latency_seconds                  histogram  arrival -> finished
 //   queue_time_seconds                           histogram  arrival -> admitted
+//   prefill_forward_tokens_total                 counter    prompt tokens run through the model (cache hits not)
+//   prefill_forward_seconds_total                counter    wall time of those prefill forwards
+//   decode_steps_total                           counter    batched decode passes (one per step with decodes)
+//   decode_tokens_total                          counter    tokens those passes produced (one per running sequence)
+//   decode_seconds_total                         counter    wall time of the decode passes (forward and sampling)
+//   decode_batch_size                            histogram  sequences per decode pass
+// The decode counters measure the batched decode path alone: aggregate decode throughput = delta decode_tokens /
+// delta decode_seconds over an interval, without the prefill steps that clients also wait through (their TPOT
+// includes those; serve-bench reports both).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -59,6 +68,8 @@ class ServerMetrics {
   void count_request(const std::string& endpoint, int status);
   void count_tokens(long long prompt, long long generated);
   void observe_request(double ttft_s, double tpot_s, bool has_tpot, double e2e_s, double queue_s);
+  // One serving step: the prefill tokens it computed and how long that took, and its decode pass (0 tokens: none).
+  void observe_step(long long prefill_tokens, double prefill_s, long long decode_tokens, double decode_s);
 
   std::string render(const LoopGauges& gauges) const;
 
@@ -67,7 +78,12 @@ class ServerMetrics {
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   long long prompt_tokens_ = 0;
   long long generation_tokens_ = 0;
-  Histogram ttft_, tpot_, e2e_, queue_;
+  long long prefill_forward_tokens_ = 0;
+  double prefill_forward_seconds_ = 0;
+  long long decode_steps_ = 0;
+  long long decode_tokens_ = 0;
+  double decode_seconds_ = 0;
+  Histogram ttft_, tpot_, e2e_, queue_, decode_batch_;
 };
 
 }  // namespace mi::server

@@ -255,13 +255,17 @@ class ServingLoop {
   void step(std::vector<float>& logits) {
     const runtime::StepPlan& plan = scheduler_->next_step();
     step_tokens_.clear();
+    const auto prefill_start = Clock::now();
+    long long prefill_tokens = 0;
     for (const runtime::StepPlan::Prefill& p : plan.prefills) {
       Live& l = live_.at(p.request);
       model_.forward(l.sequence, l.request.prompt_ids.data() + p.first, p.count, logits.data(), false);
+      prefill_tokens += p.count;
       if (!p.last) continue;
       prefix_.publish(l.sequence, std::span<const int32_t>(l.request.prompt_ids));
       sample(p.request, l, std::span<const float>(logits.data(), std::size_t(vocab_)));
     }
+    const auto decode_start = Clock::now();
     if (!plan.decodes.empty()) {
       seqs_.clear();
       ids_.clear();
@@ -286,6 +290,9 @@ class ServingLoop {
         sample(plan.decodes[b], live_.at(plan.decodes[b]),
                std::span<const float>(logits.data() + b * std::size_t(vocab_), std::size_t(vocab_)));
     }
+    using Seconds = std::chrono::duration<double>;
+    metrics_.observe_step(prefill_tokens, Seconds(decode_start - prefill_start).count(), (long long)plan.decodes.size(),
+                          Seconds(Clock::now() - decode_start).count());
     for (const int id : scheduler_->complete_step(step_tokens_)) finish(id);
   }
 

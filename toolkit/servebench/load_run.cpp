@@ -6,6 +6,7 @@
 #include <optional>
 #include <thread>
 
+#include "servebench/server_counters.h"
 #include "servebench/sse_client.h"
 
 namespace mi::servebench {
@@ -43,12 +44,14 @@ LevelRun run_level(const Workload& w, int concurrency, int requests, Clock::time
     }
   };
 
+  const std::optional<ServerCounters> before = scrape_counters(w.url, std::min(w.timeout_s, 10.0));
   const Clock::time_point start = Clock::now();
   std::vector<std::thread> threads;
   threads.reserve(std::size_t(concurrency));
   for (int t = 0; t < concurrency; ++t) threads.emplace_back(worker);
   for (std::thread& t : threads) t.join();
   run.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
+  run.server = server_work(before, scrape_counters(w.url, std::min(w.timeout_s, 10.0)));
 
   for (auto& s : slots)
     if (s) run.results.push_back(std::move(*s));

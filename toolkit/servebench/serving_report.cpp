@@ -80,6 +80,7 @@ nlohmann::json level_report(const LevelRun& run) {
   j["tpot_ms"] = to_json(summarize(tpot), kMs);
   j["itl_ms"] = to_json(summarize(itl), kMs);
   j["e2e_ms"] = to_json(summarize(e2e), kMs);
+  j["server"] = run.server;
   j["errors"] = nlohmann::json::array();
   for (const std::string& e : error_order) j["errors"].push_back({{"message", e}, {"count", errors[e]}});
   j["first_error"] = error_order.empty() ? nlohmann::json(nullptr) : nlohmann::json(error_order.front());
@@ -152,6 +153,21 @@ std::string to_markdown(const nlohmann::json& rep) {
       out << "| " << l["concurrency"] << " | " << name << " | " << m["n"] << " | " << fmt(m["mean"]) << " | " << fmt(m["median"]) << " | "
           << fmt(m["p90"]) << " | " << fmt(m["p99"]) << " |\n";
     }
+  bool any_server = false;
+  for (const nlohmann::json& l : rep["levels"]) any_server = any_server || l["server"].is_object();
+  if (any_server) {
+    out << "\nServer-side work during each level (the engine's /metrics counters): decode passes alone, without the "
+           "prefill steps that TPOT also includes.\n\n"
+           "| concurrency | decode tok/s | mean decode batch | decode passes | decode s | prefill tok/s | prefill tokens |\n"
+           "|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const nlohmann::json& l : rep["levels"]) {
+      if (!l["server"].is_object()) continue;
+      const nlohmann::json& v = l["server"];
+      out << "| " << l["concurrency"] << " | " << fmt(v["decode_tok_s"]) << " | " << fmt(v["mean_decode_batch"]) << " | "
+          << shortest(v["decode_steps"]) << " | " << fmt(v["decode_s"], 3) << " | " << fmt(v["prefill_tok_s"]) << " | "
+          << shortest(v["prefill_tokens"]) << " |\n";
+    }
+  }
   bool any_errors = false;
   for (const nlohmann::json& l : rep["levels"]) any_errors = any_errors || !l["errors"].empty();
   if (any_errors) {

@@ -184,6 +184,43 @@ TEST(ServerHttp, GreedyOutputIsTheSameAloneAndAmongConcurrentRequests) {
   EXPECT_GT(h.model().max_batch_seen.load(), 1);  // decodes really went through forward_batch together
 }
 
+// /metrics counts the model's work per kind: prefill tokens actually computed, decode passes and the tokens they
+// produced (aggregate decode throughput = tokens / seconds of decode passes, without the prefill steps).
+double metric_value(const std::string& metrics, const std::string& name) {
+  const std::size_t at = metrics.find("\n" + name + " ");
+  EXPECT_NE(at, std::string::npos) << name << " missing in\n" << metrics;
+  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + name.size() + 2));
+}
+
+TEST(ServerHttp, MetricsCountPrefillAndDecodeWork) {
+  Harness h;
+  const int n = 4, max_tokens = 9;
+  std::vector<std::future<Json>> together;
+  long long prompt_tokens = 0;
+  for (int i = 0; i < n; ++i) {
+    const std::vector<int32_t> prompt = prompt_of(6 + i, 40 + i);
+    prompt_tokens += (long long)prompt.size();
+    together.push_back(std::async(std::launch::async, [&, prompt] {
+      return post(h, "/v1/completions", R"({"model": "fake", "temperature": 0, "max_tokens": )" + std::to_string(max_tokens) +
+                                            R"(, "prompt": )" + ids_json(prompt) + "}");
+    }));
+  }
+  for (auto& f : together) EXPECT_EQ(f.get()["usage"]["completion_tokens"], max_tokens);
+  httplib::Client c = h.client();
+  const std::string metrics = c.Get("/metrics")->body;
+  EXPECT_EQ(metric_value(metrics, "metainfer_prefill_forward_tokens_total"), double(prompt_tokens));
+  EXPECT_EQ(metric_value(metrics, "metainfer_prefill_forward_tokens_total"), double(h.model().prefilled_tokens.load()));
+  // The first token of each request comes from its prefill; every later one from a decode pass.
+  EXPECT_EQ(metric_value(metrics, "metainfer_decode_tokens_total"), double(n * (max_tokens - 1)));
+  const double steps = metric_value(metrics, "metainfer_decode_steps_total");
+  EXPECT_GE(steps, double(max_tokens - 1));
+  EXPECT_LE(steps, double(n * (max_tokens - 1)));
+  EXPECT_EQ(metric_value(metrics, "metainfer_decode_batch_size_count"), steps);
+  EXPECT_EQ(metric_value(metrics, "metainfer_decode_batch_size_sum"), double(n * (max_tokens - 1)));
+  EXPECT_GT(metric_value(metrics, "metainfer_decode_seconds_total"), 0.0);
+  EXPECT_GT(metric_value(metrics, "metainfer_prefill_forward_seconds_total"), 0.0);
+}
+
 // More running requests than the kernels' batch-invariant row count: decodes go in passes of at most 8 rows.
 TEST(ServerHttp, LargeBatchesDecodeInBatchInvariantPasses) {
   HarnessOptions o;

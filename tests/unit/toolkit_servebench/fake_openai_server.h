@@ -24,6 +24,9 @@ struct FakePlan {
   int status = 200;            // a non-200 status answers with an OpenAI error body
   int fail_every = 0;          // > 0: request k (1-based) with k % fail_every == 0 answers 500
   bool error_in_stream = false;  // an {"error": ...} chunk after the first content chunk
+  // Serve GET /metrics with a metainfer engine's work counters (server_metrics.h) derived from the requests so far:
+  // per request 7 prefill tokens in 0.1 s and tokens - 1 decode passes of one token each, 0.5 s in all.
+  bool engine_metrics = false;
 };
 
 class FakeOpenAiServer {
@@ -33,6 +36,18 @@ class FakeOpenAiServer {
       res.set_content(R"({"object":"list","data":[{"id":"fake-model","object":"model"},{"id":"other","object":"model"}]})",
                       "application/json");
     });
+    if (plan_.engine_metrics)
+      server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+        const double n = requests_.load(), decode = n * (plan_.tokens - 1);
+        res.set_content("# HELP metainfer_decode_tokens_total Tokens produced by the decode passes.\n"
+                        "# TYPE metainfer_decode_tokens_total counter\n"
+                        "metainfer_decode_tokens_total " + std::to_string(decode) + "\n"
+                        "metainfer_decode_steps_total " + std::to_string(decode) + "\n"
+                        "metainfer_decode_seconds_total " + std::to_string(0.5 * n) + "\n"
+                        "metainfer_prefill_forward_tokens_total " + std::to_string(7 * n) + "\n"
+                        "metainfer_prefill_forward_seconds_total " + std::to_string(0.1 * n) + "\n",
+                        "text/plain; version=0.0.4");
+      });
     auto complete = [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); };
     server_.Post("/v1/completions", complete);
     server_.Post("/v1/chat/completions", complete);

@@ -83,6 +83,27 @@ TEST(ServeBenchServer, TimingsMatchThePlannedDelays) {
   EXPECT_NEAR(l["output_token_throughput_tps"].get<double>(), 20 / l["duration_s"].get<double>(), 1e-9);
   EXPECT_TRUE(l["errors"].empty());
   EXPECT_TRUE(l["first_error"].is_null());
+  EXPECT_TRUE(l["server"].is_null()) << "this server exports no engine counters";
+}
+
+// A metainfer engine's /metrics counters are read around the level: the report holds their differences (the decode
+// passes' own throughput and batch) and the Markdown a table of them.
+TEST(ServeBenchServer, EngineCountersAroundTheLevel) {
+  FakeOpenAiServer server({.first_delay_ms = 5, .gap_ms = 2, .tokens = 5, .engine_metrics = true});
+  const Workload w = workload_for(server);
+  run_level(w, 1, 2, in_seconds(120));  // counters already past zero when the measured level starts
+  const LevelRun run = run_level(w, 2, 4, in_seconds(120));
+  const nlohmann::json l = level_report(run);
+  ASSERT_TRUE(l["server"].is_object()) << l.dump(1);
+  EXPECT_DOUBLE_EQ(l["server"]["decode_tokens"].get<double>(), 16);
+  EXPECT_DOUBLE_EQ(l["server"]["decode_steps"].get<double>(), 16);
+  EXPECT_NEAR(l["server"]["decode_s"].get<double>(), 2.0, 1e-9);
+  EXPECT_NEAR(l["server"]["decode_tok_s"].get<double>(), 8.0, 1e-9);
+  EXPECT_NEAR(l["server"]["mean_decode_batch"].get<double>(), 1.0, 1e-9);
+  EXPECT_DOUBLE_EQ(l["server"]["prefill_tokens"].get<double>(), 28);
+  EXPECT_NEAR(l["server"]["prefill_tok_s"].get<double>(), 70.0, 1e-9);
+  const std::string md = to_markdown(make_report(w, 120, {run}));
+  EXPECT_NE(md.find("| 2 | 8.00 | 1.00 | 16 | 2.000 | 70.00 | 28 |"), std::string::npos) << md;
 }
 
 TEST(ServeBenchServer, EventsSplitAcrossReadsAndChat) {

@@ -10,6 +10,7 @@
 #include "servebench/openai_stream.h"
 #include "servebench/percentiles.h"
 #include "servebench/prompt.h"
+#include "servebench/server_counters.h"
 #include "servebench/sse_parser.h"
 #include "servebench/workload.h"
 
@@ -149,6 +150,33 @@ TEST(ServeBenchStream, FailuresCarryTheirMessage) {
   EXPECT_FALSE(empty.ok);
   EXPECT_NE(empty.error.find("no content"), std::string::npos) << empty.error;
   EXPECT_FALSE(empty.tpot_s().has_value());
+}
+
+// The engine counters are read from the exposition by exact name; a server missing any of them has none.
+TEST(ServeBenchServerCounters, ParsedByNameAndAllRequired) {
+  const std::string text =
+      "# HELP metainfer_decode_tokens_total x\n# TYPE metainfer_decode_tokens_total counter\n"
+      "metainfer_decode_tokens_total 120\nmetainfer_decode_tokens_total_other 9\nmetainfer_decode_steps_total 30\n"
+      "metainfer_decode_seconds_total 2.5\nmetainfer_prefill_forward_tokens_total 64\n"
+      "metainfer_prefill_forward_seconds_total 0.5\nmetainfer_decode_batch_size_sum 120\n";
+  const auto c = parse_counters(text);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->decode_tokens, 120);
+  EXPECT_EQ(c->decode_steps, 30);
+  EXPECT_EQ(c->decode_seconds, 2.5);
+  EXPECT_EQ(c->prefill_tokens, 64);
+  EXPECT_EQ(c->prefill_seconds, 0.5);
+  EXPECT_FALSE(parse_counters("metainfer_decode_tokens_total 1\n"));
+  EXPECT_FALSE(parse_counters("vllm:num_requests_running 3\n"));
+  ServerCounters later = *c;
+  later.decode_tokens += 80;
+  later.decode_steps += 10;
+  later.decode_seconds += 4;
+  const nlohmann::json w = server_work(c, later);
+  EXPECT_EQ(w["decode_tok_s"], 20.0);
+  EXPECT_EQ(w["mean_decode_batch"], 8.0);
+  EXPECT_TRUE(w["prefill_tok_s"].is_null()) << "no prefill in the interval";
+  EXPECT_TRUE(server_work(std::nullopt, later).is_null());
 }
 
 TEST(ServeBenchUrl, LoopbackOnly) {
