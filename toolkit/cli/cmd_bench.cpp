@@ -53,7 +53,8 @@ fs::path engine_from_constraints(const std::string& file, const std::string& out
   const generator::Engine engine = generator::write_engine(ckb, plan, go);
   std::cerr << "bench: generated " << engine.dir.string() << "; building it (B0)\n";
   gates::BuildRecord record;
-  const gates::GateResult b0 = gates::build_gate(engine, std::max(1, platform::detect_cpu().allowed_cpus), record);
+  const gates::GateResult b0 = gates::build_gate(engine, std::max(1, platform::detect_cpu().allowed_cpus), record,
+                                                  /*stage_tests=*/false);
   if (!b0.passed) {
     exit_code = kExitFailure;
     fail("the engine in ", engine.dir.string(), " did not build: ", b0.summary);

@@ -20,7 +20,7 @@ std::string check_executable(const generator::Engine& engine, const BuildRecord&
   return "";
 }
 
-GateResult build_gate(const generator::Engine& engine, int jobs, BuildRecord& record) {
+GateResult build_gate(const generator::Engine& engine, int jobs, BuildRecord& record, bool stage_tests) {
   GateResult g{"B0_build", "build", "basic_execution", false, "", {}, 0, nlohmann::json::object()};
   const auto start = std::chrono::steady_clock::now();
   const fs::path build = engine.dir / "build";
@@ -30,8 +30,10 @@ GateResult build_gate(const generator::Engine& engine, int jobs, BuildRecord& re
   std::vector<std::string> configure = {"cmake", "-S", engine.dir.string(), "-B", build.string(), "-G", "Ninja",
                                         "-DCMAKE_BUILD_TYPE=Release"};
   if (std::system("command -v ccache >/dev/null 2>&1") == 0) configure.push_back("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache");
+  std::vector<std::string> compile = {"cmake", "--build", build.string(), "-j", std::to_string(jobs)};
+  if (!stage_tests) compile.insert(compile.end(), {"--target", engine.binary.filename().string()});
   std::string log;
-  for (const auto& argv : {configure, std::vector<std::string>{"cmake", "--build", build.string(), "-j", std::to_string(jobs)}}) {
+  for (const auto& argv : {configure, compile}) {
     // ccache: paths relative to the engine directory, so identical sources hit the cache across engines.
     const process::RunResult r = process::run(
         argv, {.env = {{"CCACHE_BASEDIR", engine.dir.string()}, {"CCACHE_NOHASHDIR", "1"}}, .timeout_s = 1800, .merge_stderr = true});
@@ -45,7 +47,9 @@ GateResult build_gate(const generator::Engine& engine, int jobs, BuildRecord& re
     }
   }
   g.passed = fs::exists(engine.binary);
-  g.summary = g.passed ? "built " + engine.binary.filename().string() + " from scratch" : "build produced no binary " + engine.binary.string();
+  g.summary = g.passed ? "built " + engine.binary.filename().string() + (stage_tests ? "" : " (no stage tests: no L1 gate selected)") +
+                             " from scratch"
+                       : "build produced no binary " + engine.binary.string();
   if (g.passed) {
     record.binary_sha256 = generator::sha256_file(engine.binary);
     record.executables[engine.binary.filename().string()] = record.binary_sha256;

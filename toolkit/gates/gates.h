@@ -42,8 +42,9 @@ std::string check_executable(const generator::Engine& engine, const BuildRecord&
 GateResult sources_gate(const generator::Engine& engine);
 
 // B0: removes DIR/build, configures and builds it from DIR's sources (cmake + ninja), records the executables'
-// sha256 in `record`. Evidence: build log tail, binary size and hash.
-GateResult build_gate(const generator::Engine& engine, int jobs, BuildRecord& record);
+// sha256 in `record`. Evidence: build log tail, binary size and hash. Without `stage_tests` only the engine binary is
+// built (a run that selects no L1 gate, or `metainfer bench`): the stage executables would never run.
+GateResult build_gate(const generator::Engine& engine, int jobs, BuildRecord& record, bool stage_tests = true);
 
 // L0 provenance, after B0: the binary is the one B0 built and reports the manifest hash (run in the sandbox); no
 // foreign inference framework among its dynamic dependencies.

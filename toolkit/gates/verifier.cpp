@@ -47,7 +47,9 @@ Report verify_engine(const generator::Engine& engine, const GateOptions& options
   bool ok = true;
   if (only.empty() || selected("L0_sources") || !options.allow_modified_sources) ok = record(sources_gate(engine));
   BuildRecord build;
-  if (ok) ok = record(build_gate(engine, std::max(1, options.threads), build));
+  bool any_stage = false;
+  for (const auto& stage : engine.stage_tests) any_stage = any_stage || selected("L1_stage:" + stage);
+  if (ok) ok = record(build_gate(engine, std::max(1, options.threads), build, any_stage));
   if (ok && selected("L0_provenance")) ok = record(provenance_gate(engine, build));
   for (const auto& stage : engine.stage_tests)
     if (ok && selected("L1_stage:" + stage)) ok = record(stage_gate(engine, stage, options, build));

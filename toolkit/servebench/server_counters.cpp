@@ -1,11 +1,10 @@
 #include "servebench/server_counters.h"
 
-#include <httplib.h>
-
-#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 #include <string>
+
+#include "servebench/http_get.h"
 
 namespace mi::servebench {
 
@@ -40,16 +39,9 @@ std::optional<ServerCounters> parse_counters(const std::string& exposition) {
 }
 
 std::optional<ServerCounters> scrape_counters(const ServerUrl& url, double timeout_s) {
-  httplib::Client client(url.host, url.port);
-  const double t = std::clamp(timeout_s, 0.001, 30.0);
-  const auto sec = time_t(t);
-  const auto usec = time_t((t - double(sec)) * 1e6);
-  client.set_connection_timeout(sec, usec);
-  client.set_read_timeout(sec, usec);
-  client.set_keep_alive(false);
-  const httplib::Result res = client.Get(url.base_path + "/metrics");
-  if (!res || res->status != 200) return std::nullopt;
-  return parse_counters(res->body);
+  const HttpGetResult res = http_get(url, "/metrics", timeout_s);
+  if (!res.connected || res.status != 200) return std::nullopt;
+  return parse_counters(res.body);
 }
 
 nlohmann::json server_work(const std::optional<ServerCounters>& before, const std::optional<ServerCounters>& after) {
