@@ -71,7 +71,7 @@ inline __m256 exp_ps(__m256 x) {
   return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 }
 
-// ---- decode and batched decode: one weight pass for 1..kMaxDotTokens tokens ----------------------------------
+// ---- decode, batched decode, short prefill: one weight pass for 1..kMaxDotFormTokens tokens ------------------
 // Y[t, r] = dot(W row r, X token t) in dot form: each (row, token) output owns one 8-lane accumulator that takes
 // two FMAs per 16-column step, then one horizontal sum. A block of R rows x T tokens keeps R*T accumulators and the
 // T tokens' activation vectors in registers, so one weight load serves T tokens and one activation load R rows.
@@ -89,15 +89,24 @@ inline __m256 exp_ps(__m256 x) {
 // T = 3 measured slower. The even/odd split alone was worth 1.3x over zero-extension in the same tile.
 // `bench_kernels --benchmark_filter=BM_Matmul` has the M = 8 shapes (in cache and lm_head-sized, streamed).
 //
-// Bitwise contract: an output's arithmetic (the FMA order over columns, the chunking, the horizontal sum, the
-// scalar tail) depends only on its row and token, never on R, T, M or where the row starts, so a token decoded in
-// a batch gets exactly the logits it gets alone (tests/unit/kernels/matmul_test.cpp, FewTokensEqualMatvecPerToken
-// Bitwise; served greedy output does not depend on what a request is batched with).
+// Bitwise contract: up to kMaxDotTokens tokens, an output's arithmetic (the FMA order over columns, the chunking,
+// the horizontal sum, the scalar tail) depends only on its row and token, never on R, T, M or where the row starts,
+// so a token decoded in a batch gets exactly the logits it gets alone (tests/unit/kernels/matmul_test.cpp,
+// FewTokensEqualMatvecPerTokenBitwise; served greedy output does not depend on what a request is batched with).
+//
+// Short prefills (kMaxDotTokens < M <= kMaxDotFormTokens) take the same dot form with narrower column chunks (the
+// activation buffer still holds 8 x 4096 floats: chunk = 32768 / M columns, a multiple of 16), so their outputs
+// depend on M as well. Why: the packed outer-product path below packs every 16 x 256 weight panel to f32 whatever
+// M is, which a 16- or 32-token chunk cannot pay back. Measured (AMD EPYC Zen 3, one thread, 48 distinct 3072 x
+// 1024 bf16 matrices streamed from DRAM, CPU time, interleaved rounds under compile load): M = 16 74-81 ms dot form
+// vs 113-133 packed, M = 24 113-142 vs 148-169, M = 32 140-179 vs 202-243, M = 40 and 48 no clear winner, M = 64
+// packed 302-304 vs 307-338.
 constexpr int kMaxDotTokens = 8;
+constexpr int kMaxDotFormTokens = 32;
 constexpr int kDotRows = 4;
 constexpr int kDotTokens = 2;
 // Columns per activation chunk: 8 tokens x 4096 f32 = 128 KiB of stack. Outputs sum chunk by chunk (a horizontal
-// sum per chunk), at boundaries fixed in absolute columns so matvec and matmul chunk alike.
+// sum per chunk), at boundaries fixed in absolute columns so matvec and batched decode chunk alike.
 constexpr int kDotChunk = 4096;
 
 struct SplitBf16Weights {  // bf16 weights: even / odd columns of a 16-column step
@@ -196,15 +205,17 @@ inline void dot_chunk(const W* w, size_t ld, const float* x, size_t ldx, int kc,
   else dot_rows<kDotRows, kDotRows, Split>(w, ld, x, ldx, kc, y, ldy, M, rows, first);
 }
 
-// Y[t, r] for M in [1, kMaxDotTokens] tokens (M = 1 is matvec).
+// Y[t, r] for M in [1, kMaxDotFormTokens] tokens (M = 1 is matvec); chunks of kDotChunk columns up to
+// kMaxDotTokens tokens (the bitwise contract above), narrower past it so the split activations fit the buffer.
 template <class W, class X>
 inline void matmul_few_tokens(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int M, int rows,
                               int cols) {
   using Split = typename WeightSplit<W>::type;
   const int cols16 = cols / 16 * 16;
   alignas(32) float xs[Split::kSplitActivations ? kMaxDotTokens * kDotChunk : 1];
-  for (int k0 = 0; k0 < cols16; k0 += kDotChunk) {
-    const int kc = cols16 - k0 < kDotChunk ? cols16 - k0 : kDotChunk;
+  const int chunk = M <= kMaxDotTokens ? kDotChunk : (kMaxDotTokens * kDotChunk / M) / 16 * 16;
+  for (int k0 = 0; k0 < cols16; k0 += chunk) {
+    const int kc = cols16 - k0 < chunk ? cols16 - k0 : chunk;
     if constexpr (Split::kSplitActivations) {
       split_activations(x + k0, ldx, M, kc, xs);
       dot_chunk<Split>(w + k0, ld, xs, size_t(kc), kc, y, ldy, M, rows, k0 == 0);
@@ -228,7 +239,7 @@ inline void matvec(const W* w, size_t ld, const X* x, float* y, int rows, int co
   matmul_few_tokens(w, ld, x, 0, y, 0, 1, rows, cols);
 }
 
-// ---- prefill: outer-product micro-kernel 6 tokens x 16 rows (12 accumulators of the 16 ymm registers) --------
+// ---- prefill past kMaxDotFormTokens: outer-product micro-kernel 6 tokens x 16 rows (12 of 16 ymm registers) ---
 constexpr int kNR = 16;
 constexpr int kMR = 6;
 constexpr int kKC = 256;
@@ -348,7 +359,7 @@ inline void matmul(const W* w, size_t ld, const X* x, size_t ldx, float* y, size
       for (int r = 0; r < rows; ++r) y[size_t(m) * ldy + r] = 0.0f;
     return;
   }
-  if (M <= kMaxDotTokens) return matmul_few_tokens(w, ld, x, ldx, y, ldy, M, rows, cols);  // batched decode
+  if (M <= kMaxDotFormTokens) return matmul_few_tokens(w, ld, x, ldx, y, ldy, M, rows, cols);  // decode, short prefill
   alignas(32) float panel[kKC * kNR];
   alignas(32) float xbuf[kMR * kKC];
   for (int m0 = 0; m0 < M; m0 += kMC) {
