@@ -453,8 +453,9 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   if (!config_.ckb_dir.empty() && fs::is_directory(config_.ckb_dir)) readonly.push_back(config_.ckb_dir);
   // Refuses (throws) without an isolation that confines the file system when anything must be hidden or the switch
   // is OFF (the host's file system may hold foreign sources nobody configured); before the snapshot, so nothing is
-  // read for naught.
-  require_isolation_for(command_isolation(), !hidden.empty() || config_.source_switch == SourceSwitch::off);
+  // read for naught. run_isolated_command checks the same again.
+  const bool must_confine = !hidden.empty() || config_.source_switch == SourceSwitch::off;
+  require_isolation_for(command_isolation(), must_confine);
   const RunDirSnapshot before = snapshot_run_dir(config_.run_dir);
   // Read-only for the command, besides the protected paths: .git, which the snapshot compares for links only, and
   // the files over 64 MiB, whose content the snapshot does not keep and so could not restore.
@@ -462,7 +463,7 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   if (fs::is_directory(config_.run_dir / ".git")) overlays.push_back(config_.run_dir / ".git");
   for (const auto& f : large_files(config_.run_dir, before)) overlays.push_back(f);
   const CommandResult r = run_isolated_command(command, config_.run_dir, readonly, timeout, config_.max_output_bytes,
-                                               hidden, overlays);
+                                               hidden, overlays, {}, must_confine);
   std::string head = r.timed_out ? "timed out after " + std::to_string(int(timeout)) + " s" : "exit status " + std::to_string(r.exit_code);
   if (r.truncated) head += "; output cut to its last " + std::to_string(config_.max_output_bytes) + " bytes";
   ToolOutcome out{!r.timed_out && r.exit_code == 0, false, ""};
