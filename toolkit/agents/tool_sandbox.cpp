@@ -456,11 +456,15 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   // read for naught. run_isolated_command checks the same again.
   const bool must_confine = !hidden.empty() || config_.source_switch == SourceSwitch::off;
   require_isolation_for(command_isolation(), must_confine);
-  const RunDirSnapshot before = snapshot_run_dir(config_.run_dir);
-  // Read-only for the command, besides the protected paths: .git, which the snapshot compares for links only, and
-  // the files over 64 MiB, whose content the snapshot does not keep and so could not restore.
+  // .git is a scratch tree (and read-only) only when it is already there; one the command creates is judged like
+  // any other path.
+  std::error_code git_ec;
+  const bool git_existed = fs::is_directory(fs::symlink_status(config_.run_dir / ".git", git_ec));
+  const RunDirSnapshot before = snapshot_run_dir(config_.run_dir, git_existed);
+  // Read-only for the command, besides the protected paths: an existing .git, whose contents the snapshot does not
+  // keep, and the files over 64 MiB, whose content the snapshot does not keep and so could not restore.
   std::vector<fs::path> overlays = protected_mount_points(config_.run_dir);
-  if (fs::is_directory(config_.run_dir / ".git")) overlays.push_back(config_.run_dir / ".git");
+  if (git_existed) overlays.push_back(config_.run_dir / ".git");
   for (const auto& f : large_files(config_.run_dir, before)) overlays.push_back(f);
   const CommandResult r = run_isolated_command(command, config_.run_dir, readonly, timeout, config_.max_output_bytes,
                                                hidden, overlays, {}, must_confine);
@@ -469,14 +473,14 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   ToolOutcome out{!r.timed_out && r.exit_code == 0, false, ""};
 
   // What the command wrote is judged like write_file: outside the role's write paths, or (switch off) carrying a
-  // foreign signature, it is undone and counted; the rest counts as edits. In the build trees and .git writes are
-  // free and only links are judged.
+  // foreign signature, it is undone and counted; the rest counts as edits. In the build trees writes are free of the
+  // write paths and are no edits, but links and (switch off) signatures are judged there too.
   std::string notes;
-  for (const FileChange& c : changed_files(before, snapshot_run_dir(config_.run_dir))) {
+  for (const FileChange& c : changed_files(before, snapshot_run_dir(config_.run_dir, git_existed))) {
     std::optional<std::pair<std::string, std::string>> rule;
     if (!c.scratch()) rule = write_rule(role, c.path);
     if (!rule && c.after) rule = link_rule(c);
-    if (!rule && !c.scratch() && config_.source_switch == SourceSwitch::off && c.after && !c.after->symlink)
+    if (!rule && config_.source_switch == SourceSwitch::off && c.after && !c.after->symlink)
       if (const auto sig = c.after->fingerprint ? find_foreign_signature_in_file(config_.run_dir / c.path) : find_foreign_signature(c.after->bytes))
         rule = std::pair<std::string, std::string>{"foreign_signature", c.path + " would carry a " + sig->framework + " source signature (\"" + sig->marker + "\")"};
     if (rule) {
@@ -488,7 +492,7 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
       notes += "refused (" + rule->first + "): " + rule->second + "; " + undone + "\n";
       continue;
     }
-    if (c.scratch()) continue;  // a link that stays inside: allowed, and not an edit of the sources
+    if (c.scratch()) continue;  // a build output or a link that stays inside: allowed, and not an edit of the sources
     // A symlink (one that stays in the run directory, clear of protected paths) counts as an edit of no lines.
     // A file over 64 MiB is not text an agent writes: counted as an edit of no lines.
     const auto text = [](const std::optional<SnapshotEntry>& e) { return e && !e->symlink && !e->fingerprint ? e->bytes : std::string(); };
