@@ -13,6 +13,7 @@
 #include <string>
 
 #include "agents/run_dir_snapshot.h"
+#include "agents/source_switch.h"
 
 namespace mi::agents {
 
@@ -21,6 +22,7 @@ struct CommandJournal {
   std::string command;
   bool git_existed = false;  // whether .git was a scratch tree for it (snapshot_run_dir's git_is_scratch)
   RunDirSnapshot before;
+  SourceSwitch source_switch = SourceSwitch::off;  // the switch it ran under: its changes are judged by that one
 };
 
 std::filesystem::path command_journal_path(const std::filesystem::path& run_dir);

@@ -474,7 +474,11 @@ void ToolSandbox::judge_interrupted_command() {
   }
   ToolOutcome out;
   std::string notes;
+  // Under the switch the command ran with, whatever this sandbox was opened with (an evolution opens some with it ON).
+  const SourceSwitch opened_with = config_.source_switch;
+  config_.source_switch = j->source_switch;
   judge_command_changes(role, j->before, j->git_existed, " (judged when the run resumed: the process running the command was interrupted)", out, notes);
+  config_.source_switch = opened_with;
   clear_command_journal(config_.run_dir);
 }
 
@@ -528,7 +532,7 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   for (const auto& f : large_files(config_.run_dir, before)) overlays.push_back(f);
   // On disk before the command starts: if this process dies while it runs, the next sandbox on this run directory
   // judges what it changed (command_journal.h).
-  write_command_journal(config_.run_dir, {role.id, command, git_existed, before});
+  write_command_journal(config_.run_dir, {role.id, command, git_existed, before, config_.source_switch});
   CommandResult r;
   try {
     r = run_isolated_command(command, config_.run_dir, readonly, timeout, config_.max_output_bytes, hidden, overlays, {}, must_confine);

@@ -46,6 +46,7 @@ TEST(AgentInterruptedCommand, IsJudgedWhenTheRunDirectoryIsOpenedAgain) {
   SandboxConfig c;
   c.run_dir = run;
   c.ckb_dir = fs::path(METAINFER_SOURCE_DIR) / "ckb";
+  c.source_switch = SourceSwitch::on;  // opened as an explorer phase would be: the command ran with it OFF
   const ToolSandbox sb(c);
   EXPECT_FALSE(fs::exists(run / "ckb_delta/contracts/x.toml"));
   EXPECT_FALSE(fs::exists(run / "src/copied.py"));
@@ -66,11 +67,12 @@ TEST(AgentInterruptedCommand, TheJournalKeepsBytesThatAreNotText) {
   RunDirSnapshot s;
   s["bin/x"] = SnapshotEntry{std::string("\0\xff\xfe", 3), false, 2, false, false};
   s["l"] = SnapshotEntry{"../x", true, 1, false, true};
-  write_command_journal(dir.path(), {"implementer", "make", true, s});
+  write_command_journal(dir.path(), {"implementer", "make", true, s, SourceSwitch::on});
   const auto j = read_command_journal(dir.path());
   ASSERT_TRUE(j);
   EXPECT_EQ(j->role, "implementer");
   EXPECT_TRUE(j->git_existed);
+  EXPECT_EQ(j->source_switch, SourceSwitch::on);
   EXPECT_EQ(j->before, s);
   clear_command_journal(dir.path());
   EXPECT_FALSE(read_command_journal(dir.path()));
