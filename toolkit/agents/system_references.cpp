@@ -61,7 +61,8 @@ std::vector<fs::path> system_reference_trees(const fs::path& root) {
       else if (dir && fs::is_regular_file(e / "__init__.py", ec) && find_foreign_signature_in_file(e / "__init__.py")) found.insert(e);
       else if (!dir && e.extension() == ".py" && find_foreign_signature_in_file(e)) found.insert(e);
     }
-  for (const char* base : {"usr/share", "usr/local/share", "usr/include", "usr/local/include", "usr/lib", "usr/local/lib"})
+  for (const char* base : {"usr/share", "usr/local/share", "usr/include", "usr/local/include", "usr/lib", "usr/local/lib", "usr/src",
+                           "usr/local/src"})
     for (const auto& name : framework_names())
       if (fs::exists(fs::symlink_status(root / base / name, ec))) found.insert(root / base / name);
   for (const char* include : {"usr/include", "usr/local/include"})

@@ -7,7 +7,7 @@
 //     package or module named like a framework (vllm, sglang, transformers, llama_cpp, gguf, ggml), and any other
 //     package whose __init__.py, or module whose .py file, carries a foreign signature (source_switch.h): a renamed
 //     copy is found by its first file;
-//   - usr/{,local/}{share,include,lib}/<framework> directories, and headers named ggml*.h / llama*.h / gguf*.h in
+//   - usr/{,local/}{share,include,lib,src}/<framework> directories, and headers named ggml*.h / llama*.h / gguf*.h in
 //     usr/{,local/}include.
 // run_isolated_command hides all of them from every command and gate (an empty tmpfs over a directory, /dev/null
 // over a file), so it holds whatever the caller passes.

@@ -25,9 +25,11 @@ TEST(AgentSystemReferences, FrameworkPackagesUnderUsrAreFoundByNameAndBySignatur
   write(root / "usr/share/llama.cpp/convert.py", "x\n");
   write(root / "usr/local/include/ggml-backend.h", "#pragma once\n");
   write(root / "usr/include/stdio.h", "#pragma once\n");
+  write(root / "usr/src/vllm/setup.py", "x\n");
   EXPECT_EQ(system_reference_trees(root.path()),
             (std::vector<fs::path>{root / "usr/lib/python3/dist-packages/transformers", root / "usr/local/include/ggml-backend.h",
-                                   site / "helper.py", site / "renamed_models", site / "vllm", root / "usr/share/llama.cpp"}));
+                                   site / "helper.py", site / "renamed_models", site / "vllm", root / "usr/share/llama.cpp",
+                                   root / "usr/src/vllm"}));
 }
 
 TEST(AgentSystemReferences, CommandsCannotReadTheHostsInstalledTrees) {
