@@ -1,10 +1,12 @@
 #include "agents/isolated_command.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 
 #include <stdlib.h>
 
+#include "agents/system_references.h"
 #include "common/error.h"
 #include "process/subprocess.h"
 
@@ -150,6 +152,13 @@ Isolation probe_bubblewrap() {
   return {IsolationKind::none, "none available (bubblewrap does not run here)", false};
 }
 
+// `unshare -n` alone: no network, and nothing else (no mount or PID namespace, so nothing can be hidden).
+Isolation probe_plain_unshare() {
+  if (works({"unshare", "-n", "true"})) return {IsolationKind::unshare_net, "unshare -n: no network; file system NOT confined for commands", false};
+  if (works({"unshare", "-rn", "true"})) return {IsolationKind::unshare_net, "unshare -rn: no network; file system NOT confined for commands", false};
+  return {IsolationKind::none, "none available", false};
+}
+
 Isolation probe_unshare() {
   // The whole fallback must work: the new root, the PID namespace, hiding a directory and a file, a command in it.
   const RootMountPoint root;
@@ -161,9 +170,7 @@ Isolation probe_unshare() {
                   ": no network, own PID namespace, a new root holding only the system's read-only /usr and /etc, a "
                   "private /tmp, the run directory and the read-only CKB; reference trees hidden, capabilities dropped",
               true};
-  if (works({"unshare", "-n", "true"})) return {IsolationKind::unshare_net, "unshare -n: no network; file system NOT confined for commands", false};
-  if (works({"unshare", "-rn", "true"})) return {IsolationKind::unshare_net, "unshare -rn: no network; file system NOT confined for commands", false};
-  return {IsolationKind::none, "none available", false};
+  return probe_plain_unshare();
 }
 
 }  // namespace
@@ -173,6 +180,10 @@ const Isolation& command_isolation() {
   const char* forced = std::getenv("METAINFER_AGENT_ISOLATION");
   const std::string choice = forced ? forced : "";
   if (choice == "bubblewrap") return bubblewrap;
+  if (choice == "unshare-net") {  // the weakest isolation, to test that whatever must be confined refuses it
+    static const Isolation plain = probe_plain_unshare();
+    return plain;
+  }
   if (choice != "unshare" && bubblewrap.kind == IsolationKind::bubblewrap) return bubblewrap;
   static const Isolation unshare = probe_unshare();
   return unshare;
@@ -188,12 +199,20 @@ void require_isolation_for(const Isolation& isolation, bool must_confine) {
 
 CommandResult run_isolated_command(const std::string& command, const fs::path& run_dir,
                                    const std::vector<fs::path>& readonly_dirs, double timeout_s,
-                                   std::size_t max_output_bytes, const std::vector<fs::path>& hidden_paths,
+                                   std::size_t max_output_bytes, const std::vector<fs::path>& hidden,
                                    const std::vector<fs::path>& readonly_overlays,
-                                   const std::map<std::string, std::string>& extra_env) {
+                                   const std::map<std::string, std::string>& extra_env, bool must_confine) {
   const Isolation& iso = command_isolation();
   if (iso.kind == IsolationKind::none)
     fail("run_command: refused, no way to run a command without network here (needs bubblewrap or `unshare -n`)");
+  // Here, not in each caller, so that no path that runs agent-influenced code (agents' commands, script gates, the
+  // engine gate's verifier) can forget it.
+  require_isolation_for(iso, must_confine);
+  // Foreign sources installed in the system directories the command sees are hidden from every command, whatever
+  // the caller passed (system_references.h).
+  std::vector<fs::path> hidden_paths = hidden;
+  for (const auto& t : host_system_reference_trees())
+    if (std::find(hidden_paths.begin(), hidden_paths.end(), t) == hidden_paths.end()) hidden_paths.push_back(t);
   if (!hidden_paths.empty() && !iso.hides_paths)
     fail("run_command: refused: paths must be hidden from this command (reference trees), but '", iso.description,
          "' cannot hide them");

@@ -5,7 +5,8 @@
 // namespaces, network included, no capabilities (also when run by root), and sees only the system's read-only /usr and /etc, a private /tmp, the run
 // directory (writable) and the read-only directories the caller names (the CKB). Reference trees are not mounted,
 // so SWITCH=OFF holds for commands too; a reference tree that lies under a mounted directory (a Python package in
-// /usr, say) is covered by an empty tmpfs (a file: by /dev/null). readonly_overlays (protected files and directories
+// /usr, say) is covered by an empty tmpfs (a file: by /dev/null). Foreign sources installed in the system
+// directories (system_references.h) are covered so for every command, whatever the caller passes. readonly_overlays (protected files and directories
 // inside the run directory) are bound again read-only over the writable run directory, so a command cannot rewrite
 // a test contract either; what they cannot cover (a protected directory created later) the hash check catches.
 //
@@ -20,12 +21,14 @@
 // without bubblewrap, or whose bubblewrap misbehaves, can still run the SWITCH=OFF regeneration, with the same view).
 // Where that cannot be set up (plain `unshare -n` only: no mount or PID namespace), the fallback cannot hide
 // anything and the whole host file system is readable: a command with hidden paths is refused, and
-// require_isolation_for refuses agents' commands whenever the source switch is OFF or anything must be hidden
-// (SWITCH=ON lets the explorer read references; the explorer has no shell, and no other role may read them). With no
+// require_isolation_for (called by run_isolated_command itself) refuses agents' commands whenever the source switch
+// is OFF or anything must be hidden (SWITCH=ON lets the explorer read references; the explorer has no shell, and no
+// other role may read them), and the gates' commands (script gates, the engine gate's verifier) always. With no
 // isolation at all, commands are refused: running an agent's shell with network access is not an option.
 //
 // METAINFER_AGENT_ISOLATION=unshare skips bubblewrap and uses the fallback (tests of the fallback; hosts whose
-// bubblewrap misbehaves); =bubblewrap uses bubblewrap or nothing.
+// bubblewrap misbehaves); =bubblewrap uses bubblewrap or nothing; =unshare-net uses plain `unshare -n` (tests that
+// every path refuses it where the file system must be confined).
 //
 // The environment is clean (PATH, HOME, LANG, CCACHE_DISABLE=1) plus extra_env, never the host's: it may hold API
 // keys. extra_env may override those (the engine gate lets its build read the host's ccache, read-only).
@@ -67,12 +70,16 @@ struct CommandResult {
   double wall_s = 0;
 };
 
-// Throws mi::Error when no isolation works here, or when hidden_paths is not empty and the isolation cannot hide them.
+// Throws mi::Error when no isolation works here, when hidden_paths is not empty and the isolation cannot hide them, or
+// when `must_confine` and the isolation does not confine the file system (require_isolation_for). must_confine is
+// true unless the caller knows the host's file system may be seen: only an agent's command with the source switch ON
+// and nothing to hide (run_command) passes false. The gates run agent-written code and do not know the switch of the
+// round, so they always confine.
 CommandResult run_isolated_command(const std::string& command, const std::filesystem::path& run_dir,
                                    const std::vector<std::filesystem::path>& readonly_dirs, double timeout_s,
                                    std::size_t max_output_bytes,
                                    const std::vector<std::filesystem::path>& hidden_paths = {},
                                    const std::vector<std::filesystem::path>& readonly_overlays = {},
-                                   const std::map<std::string, std::string>& extra_env = {});
+                                   const std::map<std::string, std::string>& extra_env = {}, bool must_confine = true);
 
 }  // namespace mi::agents

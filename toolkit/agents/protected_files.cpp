@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agents/command_journal.h"
 #include "agents/path_glob.h"
 #include "common/error.h"
 #include "generator/manifest.h"
@@ -95,6 +96,11 @@ std::string TamperReport::describe() const {
 }
 
 void require_untampered(const fs::path& run_dir, const std::vector<std::string>& globs) {
+  // A command whose process died mid-run left changes nobody judged (command_journal.h): a sandbox opened on the run
+  // directory judges them; until then no gate runs.
+  if (fs::exists(command_journal_path(run_dir)))
+    fail(run_dir.string(), ": a command was interrupted and what it changed has not been judged yet (",
+         command_journal_path(run_dir).string(), "); refusing to run the gates");
   const ProtectedManifest expected = read_protected_manifest(protected_manifest_path(run_dir));
   const TamperReport r = check_protected(run_dir, expected, globs);
   if (!r.clean()) fail(run_dir.string(), ": protected files changed since the workflow wrote them (", r.describe(), "); refusing to run the gates");

@@ -43,7 +43,8 @@ std::vector<std::filesystem::path> protected_mount_points(const std::filesystem:
 // Where the workflow keeps the manifest inside a run directory.
 std::filesystem::path protected_manifest_path(const std::filesystem::path& run_dir);
 
-// Before a gate: throws mi::Error listing every modified, missing or added protected file (or a missing manifest).
+// Before a gate: throws mi::Error listing every modified, missing or added protected file (or a missing manifest), or
+// when a command's changes were left unjudged by an interruption (command_journal.h).
 void require_untampered(const std::filesystem::path& run_dir, const std::vector<std::string>& globs = default_protected_globs());
 
 }  // namespace mi::agents

@@ -37,7 +37,11 @@ bool scratch_tree_name(const std::string& name) {
   return name == "build" || name.rfind("build-", 0) == 0 || name.rfind("build_", 0) == 0 || name == ".git";
 }
 
-RunDirSnapshot snapshot_run_dir(const fs::path& run_dir) {
+bool scratch_tree_name(const std::string& name, bool git_is_scratch) {
+  return scratch_tree_name(name) && (git_is_scratch || name != ".git");
+}
+
+RunDirSnapshot snapshot_run_dir(const fs::path& run_dir, bool git_is_scratch) {
   RunDirSnapshot snap;
   std::error_code ec;
   bool in_scratch = false;
@@ -47,7 +51,7 @@ RunDirSnapshot snapshot_run_dir(const fs::path& run_dir) {
     const std::string top = rel.begin()->string();
     struct stat st {};
     if (::lstat(it->path().c_str(), &st) != 0) continue;
-    if (it.depth() == 0) in_scratch = S_ISDIR(st.st_mode) && scratch_tree_name(top);
+    if (it.depth() == 0) in_scratch = S_ISDIR(st.st_mode) && scratch_tree_name(top, git_is_scratch);
     if (S_ISLNK(st.st_mode)) {
       snap.emplace(rel.generic_string(), SnapshotEntry{fs::read_symlink(it->path(), ec).string(), true, 1, false, in_scratch});
       continue;
@@ -56,10 +60,10 @@ RunDirSnapshot snapshot_run_dir(const fs::path& run_dir) {
     SnapshotEntry e;
     e.links = st.st_nlink;
     e.scratch = in_scratch;
-    if (!in_scratch && std::uintmax_t(st.st_size) > kMaxSnapshotFileBytes) {
+    if (in_scratch || std::uintmax_t(st.st_size) > kMaxSnapshotFileBytes) {
       e.fingerprint = true;
       e.bytes = fingerprint_of(st);
-    } else if (!in_scratch) {
+    } else {
       std::ifstream in(it->path(), std::ios::binary);
       std::stringstream s;
       s << in.rdbuf();
@@ -79,10 +83,11 @@ std::vector<fs::path> large_files(const fs::path& run_dir, const RunDirSnapshot&
 
 std::vector<FileChange> changed_files(const RunDirSnapshot& before, const RunDirSnapshot& after) {
   std::vector<FileChange> out;
-  // In a scratch tree only what makes a link: a symlink now there (new or retargeted), a file with a new name.
+  // In a scratch tree: a file created, or rewritten (its fingerprint changed), and a symlink now there (new or
+  // retargeted); a file with a new name. The sandbox judges these for links and signatures only.
   auto scratch_link = [](const std::optional<SnapshotEntry>& b, const SnapshotEntry& a) {
     if (a.symlink) return !b || !b->symlink || b->bytes != a.bytes;
-    return a.links > 1 && (!b || b->symlink || a.links > b->links);
+    return !b || b->symlink || b->bytes != a.bytes || a.links > b->links;
   };
   for (const auto& [path, was] : before) {
     const auto now = after.find(path);
@@ -117,6 +122,11 @@ bool undo_change(const fs::path& run_dir, const FileChange& change) {
         change.after->links > was.links) {
       unshare_inode(file);
       return true;
+    }
+    // A build tree's file is a build output: removed, the next build makes it again.
+    if (was.scratch && !was.symlink) {
+      fs::remove(file, ec);
+      return !ec;
     }
     return false;
   }

@@ -6,6 +6,7 @@
 
 #include "agents/isolated_command.h"
 #include "agents/protected_files.h"
+#include "agents/run_dir_snapshot.h"
 #include "agents/signature_files.h"
 #include "common/error.h"
 #include "generator/manifest.h"
@@ -36,6 +37,16 @@ std::string implementer_task(const StageSpec& stage, int round, const std::strin
   return task;
 }
 
+// Removes the top-level build trees (run_dir_snapshot.h's scratch trees, .git aside); a symlink is removed, not
+// followed.
+void remove_build_trees(const fs::path& run_dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(run_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name != ".git" && scratch_tree_name(name)) fs::remove_all(e.path(), ec);
+  }
+}
+
 }  // namespace
 
 GateRunner script_gate(double timeout_s, std::size_t max_evidence_bytes, std::vector<fs::path> hidden) {
@@ -47,6 +58,9 @@ GateRunner script_gate(double timeout_s, std::size_t max_evidence_bytes, std::ve
     // Files carrying a foreign signature are hidden from it as from agents' commands (signature_files.h).
     std::vector<fs::path> hide = hidden;
     for (const auto& f : signature_file_paths(run_dir)) hide.push_back(f);
+    // The gate builds from scratch, as B0 does for engines: the build trees are the agents' scratch (their contents
+    // are not judged as sources), so a stale binary or a planted CMakeCache.txt there must not be what it runs.
+    remove_build_trees(run_dir);
     CommandResult r;
     try {
       r = run_isolated_command("bash " + script, run_dir, {}, timeout_s, max_evidence_bytes, hide, protected_mount_points(run_dir));

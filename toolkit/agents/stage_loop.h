@@ -29,8 +29,9 @@ using GateRunner = std::function<GateOutcome(const std::filesystem::path& run_di
 
 // The gate of a protected script: runs gates/<stage>.sh in the run directory with the same isolation as agents'
 // commands (no network, the reference trees `hidden` as for them: it builds and runs agent-written code), passing on
-// exit status 0; evidence is the status and the output's tail. A missing script, or no isolation that can hide the
-// references, is a failure that says so.
+// exit status 0; evidence is the status and the output's tail. The run directory's build trees are removed first: the
+// gate builds from scratch and never runs what agents' commands left there. A missing script, or no isolation that
+// confines the file system, is a failure that says so.
 GateRunner script_gate(double timeout_s = 600, std::size_t max_evidence_bytes = 16 * 1024,
                        std::vector<std::filesystem::path> hidden = {});
 

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agents/command_journal.h"
 #include "agents/command_paths.h"
 #include "agents/isolated_command.h"
 #include "agents/line_delta.h"
@@ -98,6 +99,8 @@ ToolSandbox::ToolSandbox(SandboxConfig config) : config_(std::move(config)) {
   load("reference_access.jsonl", [&](const json& j) {
     accesses_.push_back({j.value("role", ""), j.value("tool", ""), j.value("path", "")});
   });
+  // A command whose process died before its changes were judged is judged now, before any agent acts again.
+  judge_interrupted_command();
 }
 
 ToolSandbox::Resolved ToolSandbox::resolve(const std::string& text) const {
@@ -420,6 +423,65 @@ std::optional<std::pair<std::string, std::string>> ToolSandbox::link_rule(const 
   return std::nullopt;
 }
 
+void ToolSandbox::judge_command_changes(const AgentRoleSpec& role, const RunDirSnapshot& before, bool git_existed,
+                                        const std::string& interrupted, ToolOutcome& out, std::string& notes) {
+  // What the command wrote is judged like write_file: outside the role's write paths, or (switch off) carrying a
+  // foreign signature, it is undone and counted; the rest counts as edits. In the build trees writes are free of the
+  // write paths and are no edits, but links and (switch off) signatures are judged there too.
+  const std::string journal = command_journal_path(config_.run_dir).lexically_relative(config_.run_dir).generic_string();
+  for (const FileChange& c : changed_files(before, snapshot_run_dir(config_.run_dir, git_existed))) {
+    if (c.path == journal || c.path == journal + ".tmp") continue;  // the sandbox's own
+    // After an interruption the workflow may have written its records before this sandbox opened; commands see them
+    // read-only anyway.
+    if (!interrupted.empty() && path_glob_any(workflow_record_globs(), c.path)) continue;
+    std::optional<std::pair<std::string, std::string>> rule;
+    if (!c.scratch()) rule = write_rule(role, c.path);
+    if (!rule && c.after) rule = link_rule(c);
+    if (!rule && config_.source_switch == SourceSwitch::off && c.after && !c.after->symlink)
+      if (const auto sig = c.after->fingerprint ? find_foreign_signature_in_file(config_.run_dir / c.path) : find_foreign_signature(c.after->bytes))
+        rule = std::pair<std::string, std::string>{"foreign_signature", c.path + " would carry a " + sig->framework + " source signature (\"" + sig->marker + "\")"};
+    if (rule) {
+      const std::string undone = undo_change(config_.run_dir, c) ? "the command's change was undone"
+                                                                 : "the command's change could NOT be undone (its earlier content was not kept)";
+      record_violation({role.id, "run_command", c.path, rule->first, rule->second + "; " + undone + interrupted});
+      out.violation = true;
+      out.ok = false;
+      notes += "refused (" + rule->first + "): " + rule->second + "; " + undone + interrupted + "\n";
+      continue;
+    }
+    if (c.scratch()) continue;  // a build output or a link that stays inside: allowed, and not an edit of the sources
+    // A symlink (one that stays in the run directory, clear of protected paths) counts as an edit of no lines.
+    // A file over 64 MiB is not text an agent writes: counted as an edit of no lines.
+    const auto text = [](const std::optional<SnapshotEntry>& e) { return e && !e->symlink && !e->fingerprint ? e->bytes : std::string(); };
+    const LineDelta d = line_delta(text(c.before), text(c.after));
+    ++out.edits;
+    out.lines_added += d.added;
+    out.lines_removed += d.removed;
+  }
+}
+
+void ToolSandbox::judge_interrupted_command() {
+  const std::optional<CommandJournal> j = read_command_journal(config_.run_dir);
+  if (!j) return;
+  // The role's own write paths, from the CKB the run uses; without them nothing the command changed may stand.
+  AgentRoleSpec role;
+  role.id = j->role;
+  if (!config_.ckb_dir.empty()) {
+    try {
+      role = find_role(config_.ckb_dir / "roles", j->role);
+    } catch (const std::exception&) {
+    }
+  }
+  ToolOutcome out;
+  std::string notes;
+  // Under the switch the command ran with, whatever this sandbox was opened with (an evolution opens some with it ON).
+  const SourceSwitch opened_with = config_.source_switch;
+  config_.source_switch = j->source_switch;
+  judge_command_changes(role, j->before, j->git_existed, " (judged when the run resumed: the process running the command was interrupted)", out, notes);
+  config_.source_switch = opened_with;
+  clear_command_journal(config_.run_dir);
+}
+
 ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   if (!has_string(a, "command") || a["command"].get<std::string>().empty()) return error("run_command needs a non-empty string 'command'");
   const std::string command = a["command"];
@@ -453,49 +515,38 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   if (!config_.ckb_dir.empty() && fs::is_directory(config_.ckb_dir)) readonly.push_back(config_.ckb_dir);
   // Refuses (throws) without an isolation that confines the file system when anything must be hidden or the switch
   // is OFF (the host's file system may hold foreign sources nobody configured); before the snapshot, so nothing is
-  // read for naught.
-  require_isolation_for(command_isolation(), !hidden.empty() || config_.source_switch == SourceSwitch::off);
-  const RunDirSnapshot before = snapshot_run_dir(config_.run_dir);
-  // Read-only for the command, besides the protected paths: .git, which the snapshot compares for links only, and
-  // the files over 64 MiB, whose content the snapshot does not keep and so could not restore.
+  // read for naught. run_isolated_command checks the same again.
+  const bool must_confine = !hidden.empty() || config_.source_switch == SourceSwitch::off;
+  require_isolation_for(command_isolation(), must_confine);
+  // .git is a scratch tree (and read-only) only when it is already there; one the command creates is judged like
+  // any other path.
+  std::error_code git_ec;
+  const bool git_existed = fs::is_directory(fs::symlink_status(config_.run_dir / ".git", git_ec));
+  const RunDirSnapshot before = snapshot_run_dir(config_.run_dir, git_existed);
+  // Read-only for the command, besides the protected paths: an existing .git, whose contents the snapshot does not
+  // keep, and the files over 64 MiB, whose content the snapshot does not keep and so could not restore.
+  // .metainfer/ (where the journal goes) exists first, so that it is among the read-only mounts.
+  fs::create_directories(config_.run_dir / ".metainfer");
   std::vector<fs::path> overlays = protected_mount_points(config_.run_dir);
-  if (fs::is_directory(config_.run_dir / ".git")) overlays.push_back(config_.run_dir / ".git");
+  if (git_existed) overlays.push_back(config_.run_dir / ".git");
   for (const auto& f : large_files(config_.run_dir, before)) overlays.push_back(f);
-  const CommandResult r = run_isolated_command(command, config_.run_dir, readonly, timeout, config_.max_output_bytes,
-                                               hidden, overlays);
+  // On disk before the command starts: if this process dies while it runs, the next sandbox on this run directory
+  // judges what it changed (command_journal.h).
+  write_command_journal(config_.run_dir, {role.id, command, git_existed, before, config_.source_switch});
+  CommandResult r;
+  try {
+    r = run_isolated_command(command, config_.run_dir, readonly, timeout, config_.max_output_bytes, hidden, overlays, {}, must_confine);
+  } catch (const Error&) {  // refused before it ran: nothing to judge
+    clear_command_journal(config_.run_dir);
+    throw;
+  }
   std::string head = r.timed_out ? "timed out after " + std::to_string(int(timeout)) + " s" : "exit status " + std::to_string(r.exit_code);
   if (r.truncated) head += "; output cut to its last " + std::to_string(config_.max_output_bytes) + " bytes";
   ToolOutcome out{!r.timed_out && r.exit_code == 0, false, ""};
-
-  // What the command wrote is judged like write_file: outside the role's write paths, or (switch off) carrying a
-  // foreign signature, it is undone and counted; the rest counts as edits. In the build trees and .git writes are
-  // free and only links are judged.
+  // Judged whether the command finished, failed or was killed at its time limit.
   std::string notes;
-  for (const FileChange& c : changed_files(before, snapshot_run_dir(config_.run_dir))) {
-    std::optional<std::pair<std::string, std::string>> rule;
-    if (!c.scratch()) rule = write_rule(role, c.path);
-    if (!rule && c.after) rule = link_rule(c);
-    if (!rule && !c.scratch() && config_.source_switch == SourceSwitch::off && c.after && !c.after->symlink)
-      if (const auto sig = c.after->fingerprint ? find_foreign_signature_in_file(config_.run_dir / c.path) : find_foreign_signature(c.after->bytes))
-        rule = std::pair<std::string, std::string>{"foreign_signature", c.path + " would carry a " + sig->framework + " source signature (\"" + sig->marker + "\")"};
-    if (rule) {
-      const std::string undone = undo_change(config_.run_dir, c) ? "the command's change was undone"
-                                                                 : "the command's change could NOT be undone (its earlier content was not kept)";
-      record_violation({role.id, "run_command", c.path, rule->first, rule->second + "; " + undone});
-      out.violation = true;
-      out.ok = false;
-      notes += "refused (" + rule->first + "): " + rule->second + "; " + undone + "\n";
-      continue;
-    }
-    if (c.scratch()) continue;  // a link that stays inside: allowed, and not an edit of the sources
-    // A symlink (one that stays in the run directory, clear of protected paths) counts as an edit of no lines.
-    // A file over 64 MiB is not text an agent writes: counted as an edit of no lines.
-    const auto text = [](const std::optional<SnapshotEntry>& e) { return e && !e->symlink && !e->fingerprint ? e->bytes : std::string(); };
-    const LineDelta d = line_delta(text(c.before), text(c.after));
-    ++out.edits;
-    out.lines_added += d.added;
-    out.lines_removed += d.removed;
-  }
+  judge_command_changes(role, before, git_existed, "", out, notes);
+  clear_command_journal(config_.run_dir);
 
   // The output goes to the model: with the switch off it must not carry what read_file would refuse to hand over.
   std::string output = r.output;

@@ -15,8 +15,8 @@
 // tree is refused unrun; files of the run directory and the CKB that carry a signature are hidden from every command
 // (an empty file is mounted over them: a filter of the output could be bypassed by re-encoding the file), and a
 // command naming one is refused unrun; output carrying a signature is still withheld; what the command changed in
-// the run directory (run_dir_snapshot.h; build trees and .git for links only, .git and files over 64 MiB mounted
-// read-only) is judged like a write, and a new hard link or a symlink leading out of the run directory or
+// the run directory (run_dir_snapshot.h; build trees for links and signatures only) is judged like a write, also
+// after a kill (command_journal.h), and a new hard link or a symlink leading out of the run directory or
 // to a protected path is refused: refused changes are undone, accepted ones counted as edits. Each
 // refusal by policy is a Violation; plain failures (no such file,
 // an `old` string that is not there) are errors the agent can fix and are not counted as violations. Violations
@@ -107,6 +107,13 @@ class ToolSandbox {
   // path (the rule and why), or nothing.
   std::optional<std::pair<std::string, std::string>> link_rule(const FileChange& c) const;
   void log_access(const AgentRoleSpec& role, const std::string& tool, const Resolved& r);
+  // Judges what a command changed in the run directory since `before` (write paths, links, signatures), undoing and
+  // counting what it refuses and adding the rest to out's edits; `interrupted` ("" or why) is appended to each
+  // refusal's detail.
+  void judge_command_changes(const AgentRoleSpec& role, const RunDirSnapshot& before, bool git_existed,
+                             const std::string& interrupted, ToolOutcome& out, std::string& notes);
+  // The journal of a command whose process died mid-run (command_journal.h): its changes judged now.
+  void judge_interrupted_command();
   // SWITCH=OFF content check; true when `text` may be handed over.
   bool clean_content(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, std::string_view text, ToolOutcome& out);
 

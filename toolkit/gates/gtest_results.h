@@ -5,8 +5,15 @@
 // test the contract declares ran to completion (none skipped, none missing) and no test failed, so an executable that
 // runs nothing, or other tests than the contract's, fails the gate.
 //
-// The expected tests come from the contract's source (TEST(Suite, Name) and TEST_F(Suite, Name); hash-checked
-// before B0 builds it), not from the executable: a binary can only be judged against what the contract says.
+// The expected tests come from the contract's source (TEST, TEST_F, TEST_P, TYPED_TEST, TYPED_TEST_P, GTEST_TEST;
+// hash-checked before B0 builds it), not from the executable: a binary can only be judged against what the contract
+// says. The report must show exactly those tests (a parameterised or typed test as its instances), with totals that
+// agree with its entries.
+//
+// What no check of the report can close: code linked into the executable runs in its process, so it can read its
+// own command line and write a well-formed report of its own. The stage source rules (stage_source_rules.h) refuse
+// the easy routes to that, and the out-of-process gates (acceptance against the checkpoint's trace or the oracle)
+// judge the engine binary by its output, where no such report is trusted.
 #pragma once
 #include <string>
 #include <vector>
@@ -15,7 +22,9 @@
 
 namespace mi::gates {
 
-// "Suite.Name" of every TEST / TEST_F in a GoogleTest source, in order; comments are skipped.
+// "Suite.Name" of every test a GoogleTest source defines, in order, once each; what is not code (comments, string
+// and raw string literals; cpp_code_text.h) is skipped, a macro split across lines is read whole, and DISABLED_
+// tests are left out (GoogleTest never runs them).
 std::vector<std::string> declared_gtest_tests(const std::string& source);
 
 struct GtestVerdict {
@@ -23,6 +32,7 @@ struct GtestVerdict {
   int tests_run = 0;                  // tests that ran to completion (result COMPLETED)
   std::vector<std::string> failed;    // "Suite.Name: first failure message"
   std::vector<std::string> missing;   // declared tests the report does not show as run
+  std::vector<std::string> extra;     // tests the report shows as run that the contract does not declare
   std::string problem;                // why the report cannot be judged ("" when it can)
   std::string describe() const;       // one line
 };

@@ -1,7 +1,8 @@
 // L1 stage tests (ckb/test_contracts/gates.toml): the engine's own test-contract executables, built from its tree by
 // B0 (hash-checked before they run), run as subprocesses. The verdict comes from GoogleTest's JSON report of the run
 // (gtest_results.h), checked against the tests the contract declares, and the exit status must agree: an
-// executable whose code exits 0 without running the contract's tests fails.
+// executable whose code exits 0 without running the contract's tests fails. Before it runs, the engine directory
+// must give the code compiled into it no easy way to tamper with GoogleTest in that process (stage_source_rules.h).
 #include <cstdlib>
 #include <fstream>
 
@@ -10,6 +11,7 @@
 #include "common/error.h"
 #include "gates/gates.h"
 #include "gates/gtest_results.h"
+#include "gates/stage_source_rules.h"
 #include "process/subprocess.h"
 
 namespace mi::gates {
@@ -48,6 +50,14 @@ GateResult stage_gate(const generator::Engine& engine, const std::string& stage,
     g.summary = replaced;
     return g;
   }
+  // Code compiled into the executable must not be able to tamper with GoogleTest in the process whose report is
+  // the verdict (stage_source_rules.h).
+  if (const std::vector<std::string> problems = stage_source_problems(engine.dir); !problems.empty()) {
+    g.summary = "stage " + stage + ": the engine directory could tamper with GoogleTest inside the stage test (" + problems.front() +
+                (problems.size() > 1 ? "; and " + std::to_string(problems.size() - 1) + " more" : "") + "); not run";
+    g.evidence["source_problems"] = problems;
+    return g;
+  }
   const fs::path contract = engine.dir / "tests" / ("stage_" + stage + "_test.cpp");
   const std::vector<std::string> declared = declared_gtest_tests(read_text(contract));
   if (declared.empty()) {
@@ -70,7 +80,7 @@ GateResult stage_gate(const generator::Engine& engine, const std::string& stage,
   if (!fs::is_regular_file(report_file)) verdict.problem = "the test executable wrote no GoogleTest report (it ran no test framework)";
   else {
     const nlohmann::json report = nlohmann::json::parse(read_text(report_file), nullptr, false);
-    verdict = report.is_discarded() ? GtestVerdict{false, 0, {}, {}, "the test report is not valid JSON"} : judge_gtest_report(report, declared);
+    verdict = report.is_discarded() ? GtestVerdict{.problem = "the test report is not valid JSON"} : judge_gtest_report(report, declared);
   }
   g.passed = r.exit_code == 0 && !r.timed_out && verdict.passed;
   std::string why = verdict.describe();
@@ -82,6 +92,7 @@ GateResult stage_gate(const generator::Engine& engine, const std::string& stage,
   g.evidence["tests_run"] = verdict.tests_run;
   g.evidence["failed_tests"] = verdict.failed;
   g.evidence["missing_tests"] = verdict.missing;
+  g.evidence["undeclared_tests"] = verdict.extra;
   g.evidence["output_tail"] = process::tail(r.out, g.passed ? 600 : 6000);
   return g;
 }

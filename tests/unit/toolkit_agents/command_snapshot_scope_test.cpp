@@ -94,7 +94,7 @@ TEST(AgentCommandSnapshotScope, FilesOverTheSnapshotLimitAreJudgedAndExistingOne
   EXPECT_EQ(ok.edits, 1);
 }
 
-// The snapshot itself: fingerprints for large files, links only in scratch trees.
+// The snapshot itself: fingerprints for large files and for the files of scratch trees.
 TEST(AgentCommandSnapshotScope, SnapshotEntriesByKind) {
   ScopeRun w;
   const RunDirSnapshot s = snapshot_run_dir(w.run);
@@ -106,9 +106,11 @@ TEST(AgentCommandSnapshotScope, SnapshotEntriesByKind) {
   ASSERT_TRUE(s.count("build/CMakeCache.txt"));
   EXPECT_TRUE(s.at("build/CMakeCache.txt").scratch);
   EXPECT_EQ(large_files(w.run, s), std::vector<fs::path>{w.run / "src/weights.bin"});
-  // A content change in a scratch tree is no change; a new hard link there is.
+  // A content change in a scratch tree is a change (judged for links and signatures only), and so is a new hard link.
   write(w.run / "build/CMakeCache.txt", "other\n");
-  EXPECT_TRUE(changed_files(s, snapshot_run_dir(w.run)).empty());
+  const auto rewritten = changed_files(s, snapshot_run_dir(w.run));
+  ASSERT_EQ(rewritten.size(), 1u);
+  EXPECT_TRUE(rewritten[0].scratch());
   fs::create_hard_link(w.run / "build/CMakeCache.txt", w.run / "build/again.txt");
   const auto changes = changed_files(s, snapshot_run_dir(w.run));
   ASSERT_EQ(changes.size(), 2u);

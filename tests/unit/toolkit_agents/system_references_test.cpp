@@ -1,0 +1,45 @@
+// Foreign framework sources installed under the system directories commands see (/usr) are found and hidden: a
+// planted system tree stands in for /usr, which a test cannot write.
+#include <gtest/gtest.h>
+
+#include "../toolkit_support.h"
+#include "agents/isolated_command.h"
+#include "agents/system_references.h"
+#include "agents_test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace mi::agents;
+using agents_test::write;
+
+TEST(AgentSystemReferences, FrameworkPackagesUnderUsrAreFoundByNameAndBySignature) {
+  mi_test::TempDir root("sysrefs");
+  const fs::path dist = root / "usr/lib/python3/dist-packages", site = root / "usr/local/lib/python3.11/site-packages";
+  write(dist / "transformers/__init__.py", "__version__ = '4.0'\n");          // by its name
+  write(dist / "transformers-4.0.dist-info/METADATA", "Name: transformers\n");  // metadata, no source
+  write(site / "vllm/engine.py", "x = 1\n");
+  write(site / "renamed_models/__init__.py", "# Copyright 2024 The HuggingFace Inc. team.\n");  // by its signature
+  write(site / "helper.py", "import vllm\n");                                                     // a module, by its signature
+  write(site / "numpy/__init__.py", "import math\n");                                             // innocent
+  write(root / "usr/share/llama.cpp/convert.py", "x\n");
+  write(root / "usr/local/include/ggml-backend.h", "#pragma once\n");
+  write(root / "usr/include/stdio.h", "#pragma once\n");
+  write(root / "usr/src/vllm/setup.py", "x\n");
+  EXPECT_EQ(system_reference_trees(root.path()),
+            (std::vector<fs::path>{root / "usr/lib/python3/dist-packages/transformers", root / "usr/local/include/ggml-backend.h",
+                                   site / "helper.py", site / "renamed_models", site / "vllm", root / "usr/share/llama.cpp",
+                                   root / "usr/src/vllm"}));
+}
+
+TEST(AgentSystemReferences, CommandsCannotReadTheHostsInstalledTrees) {
+  if (command_isolation().kind == IsolationKind::none || !command_isolation().hides_paths) GTEST_SKIP() << "no confining isolation here";
+  const auto& trees = host_system_reference_trees();
+  if (trees.empty()) GTEST_SKIP() << "no foreign framework is installed under this machine's /usr";
+  mi_test::TempDir dir("sysrefs-run");
+  const std::string target = fs::is_directory(trees.front()) ? "ls -A " + trees.front().string() + " | wc -l" : "wc -c < " + trees.front().string();
+  const CommandResult r = run_isolated_command(target, dir.path(), {}, 30, 4096);
+  EXPECT_EQ(r.output.substr(0, r.output.find_first_not_of("0123456789")), "0") << trees.front() << ": " << r.output;
+}
+
+}  // namespace

@@ -1,0 +1,81 @@
+#include "agents/system_references.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "agents/signature_files.h"
+
+namespace mi::agents {
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string>& framework_names() {
+  static const std::vector<std::string> names = {"vllm", "sglang", "transformers", "llama_cpp", "llama.cpp", "gguf", "ggml"};
+  return names;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+bool framework_name(const std::string& name) {
+  const std::string n = lower(name);
+  return std::find(framework_names().begin(), framework_names().end(), n) != framework_names().end();
+}
+
+std::vector<fs::path> entries(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, fs::directory_options::skip_permission_denied, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec))
+    out.push_back(it->path());
+  return out;
+}
+
+// Python's package directories under root: usr/lib/python3*/{site,dist}-packages and the same under usr/local/lib.
+std::vector<fs::path> python_package_dirs(const fs::path& root) {
+  std::vector<fs::path> out;
+  for (const char* lib : {"usr/lib", "usr/local/lib", "usr/lib64"})
+    for (const auto& py : entries(root / lib))
+      if (py.filename().string().rfind("python3", 0) == 0)
+        for (const char* sub : {"site-packages", "dist-packages"})
+          if (std::error_code ec; fs::is_directory(py / sub, ec)) out.push_back(py / sub);
+  return out;
+}
+
+}  // namespace
+
+std::vector<fs::path> system_reference_trees(const fs::path& root) {
+  std::set<fs::path> found;
+  std::error_code ec;
+  for (const auto& packages : python_package_dirs(root))
+    for (const auto& e : entries(packages)) {
+      const std::string name = e.filename().string();
+      const bool dir = fs::is_directory(fs::symlink_status(e, ec));
+      // A package directory by its name or its __init__.py; a module by its name or its text.
+      const std::string stem = dir ? name : e.stem().string();
+      if (framework_name(stem) && (dir || e.extension() == ".py")) found.insert(e);
+      else if (dir && fs::is_regular_file(e / "__init__.py", ec) && find_foreign_signature_in_file(e / "__init__.py")) found.insert(e);
+      else if (!dir && e.extension() == ".py" && find_foreign_signature_in_file(e)) found.insert(e);
+    }
+  for (const char* base : {"usr/share", "usr/local/share", "usr/include", "usr/local/include", "usr/lib", "usr/local/lib", "usr/src",
+                           "usr/local/src"})
+    for (const auto& name : framework_names())
+      if (fs::exists(fs::symlink_status(root / base / name, ec))) found.insert(root / base / name);
+  for (const char* include : {"usr/include", "usr/local/include"})
+    for (const auto& e : entries(root / include)) {
+      const std::string name = lower(e.filename().string());
+      if (e.extension() == ".h" && (name.rfind("ggml", 0) == 0 || name.rfind("llama", 0) == 0 || name.rfind("gguf", 0) == 0)) found.insert(e);
+    }
+  return {found.begin(), found.end()};
+}
+
+const std::vector<fs::path>& host_system_reference_trees() {
+  static const std::vector<fs::path> trees = system_reference_trees("/");
+  return trees;
+}
+
+}  // namespace mi::agents

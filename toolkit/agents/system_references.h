@@ -1,0 +1,26 @@
+// Foreign framework sources installed in the system directories that isolated commands see. Commands get the
+// system's /usr and /etc read-only (compilers, libraries, Python); a reference tree installed there (pip's
+// /usr/local/lib/python3.X/dist-packages/transformers, a distribution's /usr/lib/python3/dist-packages/vllm,
+// llama.cpp's headers in /usr/include) would be readable by every command, and the signature scan of the run
+// directory never looks there. Scanning all of /usr for signatures is too slow for every command, so the rule is:
+//   - in every Python package directory (usr/lib/python3*/{site,dist}-packages, usr/local/lib/python3*/...), a
+//     package or module named like a framework (vllm, sglang, transformers, llama_cpp, gguf, ggml), and any other
+//     package whose __init__.py, or module whose .py file, carries a foreign signature (source_switch.h): a renamed
+//     copy is found by its first file;
+//   - usr/{,local/}{share,include,lib,src}/<framework> directories, and headers named ggml*.h / llama*.h / gguf*.h in
+//     usr/{,local/}include.
+// run_isolated_command hides all of them from every command and gate (an empty tmpfs over a directory, /dev/null
+// over a file), so it holds whatever the caller passes.
+#pragma once
+#include <filesystem>
+#include <vector>
+
+namespace mi::agents {
+
+// The foreign trees under `root` (a system's "/"; tests plant one elsewhere), as paths under `root`, sorted.
+std::vector<std::filesystem::path> system_reference_trees(const std::filesystem::path& root);
+
+// system_reference_trees("/"), found once per process.
+const std::vector<std::filesystem::path>& host_system_reference_trees();
+
+}  // namespace mi::agents
