@@ -91,6 +91,12 @@ nlohmann::json computation_relevant_config(const nlohmann::json& config, const s
 void check_config_matches(const nlohmann::json& checkpoint, const nlohmann::json& expected,
                           const std::vector<std::string>& ignored, const std::string& source);
 
+// check_config_matches as a generated engine calls it: the checkpoint's config.json at `config_path` against the
+// texts the generator embedded (engine_config.h: the relevant config, the JSON list of ignored fields). Parsing here,
+// not in the generated model.h, keeps the JSON parser out of the engine's model translation units.
+void check_checkpoint_config(const std::filesystem::path& config_path, const char* expected_json,
+                             const char* ignored_fields_json);
+
 // The JSON object that describes the text model: the root, or root["text_config"] when present.
 // `source` names the file in error messages.
 const nlohmann::json& text_config_of(const nlohmann::json& root);
