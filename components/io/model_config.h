@@ -9,7 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+// Declarations only: the generated model.h includes this header, and its translation units need not parse the
+// whole JSON library (the functions are defined in model_config.cpp).
+#include <nlohmann/json_fwd.hpp>
 
 namespace mi::io {
 
