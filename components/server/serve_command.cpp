@@ -69,6 +69,8 @@ void print_listening(const engine::EngineInfo& info, const ServeSettings& s, con
   out << ready.dump() << "\n" << std::flush;
 }
 
+namespace {
+
 CLI::App* add_serve_command(CLI::App& app, ServeSettings& s) {
   CLI::App* cmd = app.add_subcommand("serve", "serve the OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions, ...)");
   cmd->add_option("--model", s.model_dir, "checkpoint directory (config.json, *.safetensors, tokenizer files)")->required();
@@ -81,6 +83,12 @@ CLI::App* add_serve_command(CLI::App& app, ServeSettings& s) {
   cmd->add_option("--http-threads", s.http_threads, "connections served at once (default max_batch + max-waiting + 8)");
   cmd->add_option("--max-body-bytes", s.max_body_bytes, "largest request body; larger ones get 413 (default 8 MiB)");
   return cmd;
+}
+
+}  // namespace
+
+std::function<CLI::App*(CLI::App&)> serve_command_line(std::shared_ptr<ServeSettings> s) {
+  return [s](CLI::App& app) { return add_serve_command(app, *s); };
 }
 
 }  // namespace mi::server
