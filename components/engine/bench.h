@@ -20,25 +20,22 @@
 // Peak RSS per run: the high-water mark is reset before the run (/proc/self/clear_refs, value 5) and VmHWM read
 // after; where that is refused, getrusage's process-lifetime maximum is reported and "peak_rss_source" says so.
 // Progress goes to the error stream; the report to --json (and a short table to the output stream).
+//
+// The loops that drive the model are templates over it (below); the matrix names, the plan and the report built from
+// the measurements are model-independent and live in bench.cpp, compiled once into engine_core for every engine.
 #pragma once
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
-#include <fstream>
-#include <limits>
 #include <map>
+#include <optional>
 #include <ostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "common/error.h"
-#include "engine/bench_stats.h"
 #include "engine/model_interface.h"
 #include "engine/op_cost.h"
 #include "engine/op_profile.h"
@@ -68,54 +65,23 @@ struct BenchSettings {
 namespace bench_detail {
 
 using Clock = std::chrono::steady_clock;
-using nlohmann::ordered_json;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 inline double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // CPU seconds this process has used (all threads). Over a timed loop, cpu / (wall x threads) below 1 shows the
 // threads were waiting (memory, the pool) or, on a shared machine, not scheduled: reported beside the rates so a
 // slow row can be told from a busy machine.
-inline double cpu_seconds() {
-  struct rusage u {};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
+double cpu_seconds();
 
 // Deterministic prompt ids in [1, vocab): the same for every run of a cell, different per seed (each batch row).
-inline std::vector<int32_t> prompt_ids(int n, int vocab, uint64_t seed) {
-  std::vector<int32_t> ids(std::size_t(std::max(n, 0)));
-  uint64_t x = 0x9E3779B97F4A7C15ull * (seed + 1);
-  for (auto& id : ids) {
-    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;  // xorshift64*
-    id = int32_t(1 + (x * 0x2545F4914F6CDD1Dull >> 33) % uint64_t(std::max(vocab - 1, 1)));
-  }
-  return ids;
-}
+std::vector<int32_t> prompt_ids(int n, int vocab, uint64_t seed);
 
 // Peak resident set of the process since the last reset_peak_rss(), in KiB.
 class PeakRss {
  public:
-  void reset() {
-    std::ofstream f("/proc/self/clear_refs");
-    f << "5";
-    f.flush();
-    resettable_ = bool(f);
-  }
-  double mib() const {
-    if (resettable_) {
-      std::ifstream status("/proc/self/status");
-      std::string line;
-      while (std::getline(status, line))
-        if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-    }
-    struct rusage u {};
-    getrusage(RUSAGE_SELF, &u);
-    return double(u.ru_maxrss) / 1024.0;
-  }
-  const char* source() const {
-    return resettable_ ? "VmHWM after a reset per run (/proc/self/clear_refs)" : "getrusage ru_maxrss (process lifetime maximum)";
-  }
+  void reset();
+  double mib() const;
+  const char* source() const;
 
  private:
   bool resettable_ = false;
@@ -128,11 +94,17 @@ struct Matrix {
 };
 
 // The matrices of `metainfer bench` (toolkit/bench/workload.cpp): the engine cannot include toolkit code.
-inline Matrix matrix_named(const std::string& name) {
-  if (name == "paper") return {{11, 256, 1021}, {256, 1024, 2048}, 1021, {128, 256, 512}};
-  if (name == "quick") return {{11, 64}, {16, 32}, 64, {16, 32}};
-  fail("--matrix: expected paper or quick, got \"", name, "\"");
-}
+Matrix matrix_named(const std::string& name);
+
+// One run's metrics by name (ttft_ms, tpot_ms, ...; batch runs: aggregate_tok_s, ...).
+using RunMetrics = std::map<std::string, double>;
+
+// The metrics of `metainfer bench`'s run_metrics for a `gen`-token generation after a `prompt`-token prompt whose
+// first token came `first_s` and last `last_s` seconds after the start.
+RunMetrics cell_metrics(int prompt, int gen, double first_s, double last_s, double peak_rss_mb);
+
+// "warm-up 1/1" or "run 2/3": the progress label of run i of warmup + runs.
+std::string run_label(int i, int warmup, int runs);
 
 template <EngineModel M>
 int greedy_prefill(M& model, int seq, const std::vector<int32_t>& ids, int chunk, std::vector<float>& logits) {
@@ -145,7 +117,7 @@ int greedy_prefill(M& model, int seq, const std::vector<int32_t>& ids, int chunk
 
 // One generation of `gen` tokens after a `prompt`-token prompt: the metrics of `metainfer bench`'s run_metrics.
 template <EngineModel M>
-std::map<std::string, double> run_cell(M& model, int prompt, int gen, int chunk, PeakRss& rss, uint64_t seed) {
+RunMetrics run_cell(M& model, int prompt, int gen, int chunk, PeakRss& rss, uint64_t seed) {
   const std::vector<int32_t> ids = prompt_ids(prompt, model.vocab_size(), seed);
   std::vector<float> logits(std::size_t(model.vocab_size()));
   rss.reset();
@@ -159,37 +131,7 @@ std::map<std::string, double> run_cell(M& model, int prompt, int gen, int chunk,
   }
   const double last = since(t0);
   model.free_sequence(seq);
-  std::map<std::string, double> m;
-  m["ttft_ms"] = first * 1e3;
-  m["latency_ms"] = last * 1e3;
-  m["peak_rss_mb"] = rss.mib();
-  m["e2e_tok_s"] = gen / last;
-  m["pg_tok_s"] = (prompt + gen) / last;
-  m["prefill_tok_s"] = m["pp_tok_s"] = prompt / first;
-  if (gen >= 2 && last > first) {
-    m["tpot_ms"] = (last - first) / (gen - 1) * 1e3;
-    m["decode_tok_s"] = m["tg_tok_s"] = (gen - 1) / (last - first);
-  } else {
-    m["tpot_ms"] = m["decode_tok_s"] = m["tg_tok_s"] = kNaN;
-  }
-  return m;
-}
-
-inline ordered_json stats_json(const std::vector<std::map<std::string, double>>& runs, const std::vector<std::string>& keys) {
-  ordered_json out = ordered_json::object();
-  for (const std::string& k : keys) {
-    std::vector<double> v;
-    for (const auto& r : runs)
-      if (r.count(k)) v.push_back(r.at(k));
-    out[k] = summarize_runs(v).to_json();
-  }
-  return out;
-}
-
-inline const std::vector<std::string>& cell_keys() {
-  static const std::vector<std::string> k = {"ttft_ms",       "tpot_ms",  "latency_ms", "e2e_tok_s", "decode_tok_s",
-                                             "prefill_tok_s", "pp_tok_s", "tg_tok_s",   "pg_tok_s",  "peak_rss_mb"};
-  return k;
+  return cell_metrics(prompt, gen, first, last, rss.mib());
 }
 
 }  // namespace bench_detail
@@ -203,155 +145,89 @@ struct BenchPlan {
   bool matrix = false, batch = false, chunked = false, profile = false;
 };
 
-inline BenchPlan plan_bench(const BenchSettings& s, int max_context) {
-  BenchPlan plan;
-  plan.mx = bench_detail::matrix_named(s.matrix);
-  bench_detail::Matrix& mx = plan.mx;
-  if (!s.prompts.empty()) mx.prompts = s.prompts, mx.chunk_prompt = *std::max_element(s.prompts.begin(), s.prompts.end());
-  if (!s.gens.empty()) mx.gens = s.gens;
-  std::sort(mx.prompts.begin(), mx.prompts.end());
-  std::sort(mx.gens.begin(), mx.gens.end());
-  if (s.runs < 1) fail("--runs: expected an integer >= 1, got ", s.runs);
-  if (s.warmup < 0) fail("--warmup: expected an integer >= 0, got ", s.warmup);
-  for (int p : mx.prompts)
-    if (p < 1) fail("--prompts: every prompt length must be >= 1, got ", p);
-  for (int g : mx.gens)
-    if (g < 2) fail("--gens: every generation length must be >= 2 (TPOT needs two tokens), got ", g);
-  for (const std::string& part : s.parts)
-    if (part != "matrix" && part != "batch" && part != "chunked" && part != "profile")
-      fail("--parts: expected a comma-separated subset of matrix,batch,chunked,profile, got \"", part, "\"");
-  auto wants = [&](const char* part) { return std::find(s.parts.begin(), s.parts.end(), part) != s.parts.end(); };
-  plan.matrix = wants("matrix"), plan.batch = wants("batch"), plan.chunked = wants("chunked");
-  plan.profile = s.profile || wants("profile");
-  plan.batches = s.batch;
-  if (plan.batch && plan.batches.empty()) fail("--batch: give at least one batch size");
-  for (int b : plan.batches)
-    if (b < 1) fail("--batch: every batch size must be >= 1, got ", b);
-  std::sort(plan.batches.begin(), plan.batches.end());
-  plan.batches.erase(std::unique(plan.batches.begin(), plan.batches.end()), plan.batches.end());
-  const int largest_batch = plan.batches.empty() ? 1 : plan.batches.back();
-  if (s.max_batch < 0) fail("--max-batch: expected an integer >= 1, got ", s.max_batch);
-  plan.max_batch = s.max_batch > 0 ? s.max_batch : largest_batch;
-  if (plan.batch && largest_batch > plan.max_batch)
-    fail("--batch: batch size ", largest_batch, " exceeds --max-batch ", plan.max_batch);
-  if (s.batch_prompt < 0) fail("--batch-prompt: expected an integer >= 1, got ", s.batch_prompt);
-  if (s.batch_gen < 0 || (s.batch_gen > 0 && s.batch_gen < 2)) fail("--batch-gen: expected an integer >= 2, got ", s.batch_gen);
-  plan.batch_prompt = s.batch_prompt > 0 ? s.batch_prompt : mx.prompts.front();
-  // The default decode steps (the shortest generation) are capped by the context the prompt leaves; given ones are not.
-  plan.batch_gen = s.batch_gen > 0 ? s.batch_gen : std::max(2, std::min(mx.gens.front(), max_context - plan.batch_prompt));
-  if (plan.batch && plan.batch_prompt + plan.batch_gen > max_context)
-    fail("--batch-prompt ", plan.batch_prompt, " + --batch-gen ", plan.batch_gen, " exceeds the engine's max_context of ",
-         max_context);
-  if (plan.profile && (s.profile_prompt < 1 || s.profile_prompt + 1 > max_context))
-    fail("--profile-prompt: expected 1..", max_context - 1, " (max_context - 1), got ", s.profile_prompt);
-  if (s.bandwidth_gbs < 0) fail("--bandwidth-gbs: expected a number > 0, got ", s.bandwidth_gbs);
-  if (s.peak_gflops < 0) fail("--peak-gflops: expected a number > 0, got ", s.peak_gflops);
+BenchPlan plan_bench(const BenchSettings& s, int max_context);
 
-  return plan;
-}
+// What run_engine_bench measured, turned into the report by bench_report (bench.cpp).
+struct BenchMeasurements {
+  struct Cell {
+    int prompt = 0, gen = 0;
+    bool skipped = false;  // prompt + gen beyond max_context
+    std::vector<bench_detail::RunMetrics> runs;
+  };
+  struct ChunkRow {
+    int chunk = 0;  // 0: none (the whole prompt, as far as the scratch allows)
+    std::vector<bench_detail::RunMetrics> runs;
+  };
+  std::vector<Cell> cells;
+  bool chunked = false;
+  int chunked_prompt = 0;
+  std::vector<ChunkRow> chunk_rows;
+  std::optional<StepProfile> profile;
+  std::optional<BatchStepProfile> profile_batch;
+  bool batch_unavailable = false;  // the batch part was asked of a model without forward_batch
+  bool batch_measured = false;
+  std::vector<std::vector<bench_detail::RunMetrics>> batch_runs;  // per plan.batches entry
+  std::string peak_rss_source;
+  double elapsed_s = 0;
+};
 
-// Runs the planned parts and returns the report ("metainfer-bench/1", source "engine"). `make_model(max_batch,
+// The report ("metainfer-bench/1", source "engine") of the measurements.
+nlohmann::ordered_json bench_report(const BenchSettings& s, const BenchPlan& plan, const OpCostModel& cost, int max_context,
+                                    int max_step, int threads, const BenchMeasurements& m);
+
+// Runs the planned parts and returns what they measured (bench_report turns it into the report). `make_model(max_batch,
 // max_context)` constructs the model; `progress` gets one line per run.
 template <EngineModel M, class MakeModel>
-nlohmann::ordered_json run_engine_bench(const BenchSettings& s, const BenchPlan& plan, const OpCostModel& cost,
-                                        int max_context, int max_step, int threads, MakeModel make_model,
-                                        std::ostream& progress) {
+BenchMeasurements run_engine_bench(const BenchSettings& s, const BenchPlan& plan, int max_context, int max_step,
+                                   int threads, MakeModel make_model, std::ostream& progress) {
   using namespace bench_detail;
   const Matrix& mx = plan.mx;
-  auto wants = [&](const char* part) {
-    const std::string p = part;
-    return p == "matrix" ? plan.matrix : p == "batch" ? plan.batch : plan.chunked;
-  };
   const std::vector<int>& batches = plan.batches;
   const int max_batch = plan.max_batch, batch_prompt = plan.batch_prompt, batch_gen = plan.batch_gen;
 
   PeakRss rss;
-  ordered_json report;
-  report["format"] = "metainfer-bench/1";
-  report["source"] = "engine";
-  ordered_json errors = ordered_json::array();
+  BenchMeasurements out;
   const auto t_all = Clock::now();
-  auto label = [](int i, int warmup, int runs) {
-    return i < warmup ? "warm-up " + std::to_string(i + 1) + "/" + std::to_string(warmup)
-                      : "run " + std::to_string(i - warmup + 1) + "/" + std::to_string(runs);
-  };
 
   // 1. The matrix (and the chunked-prefill study), on a one-sequence model of the engine's context.
-  ordered_json cells = ordered_json::array(), llama_rows = ordered_json::array(), supplementary = ordered_json::object();
   if (plan.matrix || plan.chunked || plan.profile) {
     M model = make_model(1, max_context);
-    if (wants("matrix")) {
+    if (plan.matrix) {
       int index = 0;
       const int total = int(mx.prompts.size() * mx.gens.size());
       for (int p : mx.prompts)
         for (int g : mx.gens) {
           ++index;
-          ordered_json cr = {{"prompt_tokens", p}, {"gen_tokens", g}};
-          if (p + g > max_context) {
-            cr["skipped"] = "prompt + generated tokens = " + std::to_string(p + g) + " exceeds the engine's max_context of " +
-                            std::to_string(max_context);
-            cells.push_back(cr);
-            continue;
-          }
-          std::vector<std::map<std::string, double>> runs;
-          ordered_json run_log = ordered_json::array();
-          for (int i = 0; i < s.warmup + s.runs; ++i) {
-            progress << "bench: cell " << index << "/" << total << " (p=" << p << " n=" << g << ") " << label(i, s.warmup, s.runs)
-                     << " | elapsed " << since(t_all) << " s\n" << std::flush;
-            const auto m = run_cell(model, p, g, max_step, rss, 0);
-            if (i >= s.warmup) {
-              runs.push_back(m);
-              run_log.push_back({{"ttft_ms", m.at("ttft_ms")}, {"latency_ms", m.at("latency_ms")}, {"tokens", g},
-                                 {"peak_rss_mb", m.at("peak_rss_mb")}});
+          BenchMeasurements::Cell cell{p, g, p + g > max_context, {}};
+          if (!cell.skipped)
+            for (int i = 0; i < s.warmup + s.runs; ++i) {
+              progress << "bench: cell " << index << "/" << total << " (p=" << p << " n=" << g << ") "
+                       << run_label(i, s.warmup, s.runs) << " | elapsed " << since(t_all) << " s\n" << std::flush;
+              RunMetrics m = run_cell(model, p, g, max_step, rss, 0);
+              if (i >= s.warmup) cell.runs.push_back(std::move(m));
             }
-          }
-          cr["pp_test"] = "pp " + std::to_string(p);
-          cr["tg_test"] = "tg " + std::to_string(g);
-          cr["error"] = nullptr;
-          cr["metrics"] = stats_json(runs, cell_keys());
-          cr["runs"] = run_log;
-          cells.push_back(cr);
+          out.cells.push_back(std::move(cell));
         }
-      auto find = [&](int p, int g) -> const ordered_json* {
-        for (const auto& c : cells)
-          if (c["prompt_tokens"] == p && c["gen_tokens"] == g && !c.contains("skipped")) return &c;
-        return nullptr;
-      };
-      for (int p : mx.prompts) {
-        const ordered_json* c = nullptr;
-        for (int g : mx.gens)
-          if (!c) c = find(p, g);
-        if (c) llama_rows.push_back({{"test", "pp " + std::to_string(p)}, {"cell", {p, (*c)["gen_tokens"]}}, {"tok_s", (*c)["metrics"]["pp_tok_s"]}});
-      }
-      for (int g : mx.gens) {
-        const ordered_json* c = nullptr;
-        for (int p : mx.prompts)
-          if (!c) c = find(p, g);
-        if (c) llama_rows.push_back({{"test", "tg " + std::to_string(g)}, {"cell", {(*c)["prompt_tokens"], g}}, {"tok_s", (*c)["metrics"]["tg_tok_s"]}});
-      }
     }
-    if (wants("chunked")) {
+    if (plan.chunked) {
+      out.chunked = true;
       const int prompt = std::min(mx.chunk_prompt, max_context - 1);
+      out.chunked_prompt = prompt;
       std::vector<int> chunks = {0};
       for (int c : mx.chunks)
         if (c < prompt && c <= max_step) chunks.push_back(c);
-      ordered_json rows = ordered_json::array();
       for (int chunk : chunks) {
-        std::vector<std::map<std::string, double>> runs;
+        BenchMeasurements::ChunkRow row{chunk, {}};
         const std::string name = chunk == 0 ? "none" : std::to_string(chunk);
         for (int i = 0; i < s.warmup + s.runs; ++i) {
-          progress << "bench: chunked prefill p=" << prompt << " chunk " << name << " " << label(i, s.warmup, s.runs)
+          progress << "bench: chunked prefill p=" << prompt << " chunk " << name << " " << run_label(i, s.warmup, s.runs)
                    << " | elapsed " << since(t_all) << " s\n" << std::flush;
           // "none" is the whole prompt in one step, as far as the scratch allows (max_step).
-          const auto m = run_cell(model, prompt, 1, chunk == 0 ? max_step : chunk, rss, 0);
-          if (i >= s.warmup) runs.push_back({{"ttft_ms", m.at("ttft_ms")}, {"prefill_tok_s", m.at("prefill_tok_s")}, {"peak_rss_mb", m.at("peak_rss_mb")}});
+          RunMetrics m = run_cell(model, prompt, 1, chunk == 0 ? max_step : chunk, rss, 0);
+          if (i >= s.warmup) row.runs.push_back(std::move(m));
         }
-        rows.push_back({{"chunk", chunk}, {"label", chunk == 0 && max_step < prompt ? "none (capped at " + std::to_string(max_step) + ")" : name},
-                        {"metrics", stats_json(runs, {"ttft_ms", "prefill_tok_s", "peak_rss_mb"})}, {"error", nullptr}});
+        out.chunk_rows.push_back(std::move(row));
       }
-      supplementary["chunked_prefill"] = {{"prompt_tokens", prompt}, {"rows", rows},
-                                          {"note", "the scratch is sized once at start-up for the engine's largest step, so peak RSS "
-                                                   "does not shrink with a smaller chunk in this process"}};
     }
     if (plan.profile) {
       if constexpr (requires(M& m, model::OpProfiler* p) { m.set_profiler(p); M::op_names(); }) {
@@ -361,7 +237,7 @@ nlohmann::ordered_json run_engine_bench(const BenchSettings& s, const BenchPlan&
         ps.max_step = max_step;
         ps.bandwidth_gbs = s.bandwidth_gbs;
         ps.peak_gflops = s.peak_gflops;
-        report["profile"] = profile_steps(model, cost, prompt_ids(s.profile_prompt, model.vocab_size(), 7), max_context, ps);
+        out.profile = profile_steps(model, prompt_ids(s.profile_prompt, model.vocab_size(), 7), max_context, ps);
       } else {
         fail("--profile: this model has no op profiler (set_profiler / op_names)");
       }
@@ -370,23 +246,18 @@ nlohmann::ordered_json run_engine_bench(const BenchSettings& s, const BenchPlan&
 
   // 2. Batch scaling, on a model that holds the largest batch at the context the study needs. An engine generated
   // for max_batch 1 has no batched decode path to measure; the report says so.
-  if (wants("batch") && !BatchedEngineModel<M>) {
-    supplementary["batch_scaling"] = {
-        {"available", false},
-        {"batch_sizes", batches},
-        {"reason", "not available: this engine was generated with runtime.max_batch = 1, so it has no batched decode "
-                   "path (forward_batch); regenerate with max_batch >= 2 to measure batch scaling"}};
-  }
-  if constexpr (BatchedEngineModel<M>) if (wants("batch")) {
+  if (plan.batch && !BatchedEngineModel<M>) out.batch_unavailable = true;
+  if constexpr (BatchedEngineModel<M>) if (plan.batch) {
     M model = make_model(max_batch, batch_prompt + batch_gen);
     const int V = model.vocab_size();
     // The batch sizes take turns run by run (B = 1, 2, 4, 8, then again), so a machine that gets busier or quieter
     // during the study weighs on every size alike rather than on whichever ran last.
-    std::vector<std::vector<std::map<std::string, double>>> runs(batches.size());
+    out.batch_measured = true;
+    out.batch_runs.resize(batches.size());
     for (int i = 0; i < s.warmup + s.runs; ++i)
       for (std::size_t bi = 0; bi < batches.size(); ++bi) {
         const int B = batches[bi];
-        progress << "bench: batch scaling B=" << B << " " << label(i, s.warmup, s.runs) << " | elapsed " << since(t_all) << " s\n"
+        progress << "bench: batch scaling B=" << B << " " << run_label(i, s.warmup, s.runs) << " | elapsed " << since(t_all) << " s\n"
                  << std::flush;
         std::vector<int> seqs;
         std::vector<int32_t> tokens;
@@ -405,22 +276,9 @@ nlohmann::ordered_json run_engine_bench(const BenchSettings& s, const BenchPlan&
         const double t = since(t0), cpu = cpu_seconds() - cpu0;
         for (int seq : seqs) model.free_sequence(seq);
         if (i >= s.warmup)
-          runs[bi].push_back({{"aggregate_tok_s", double(B) * batch_gen / t}, {"per_sequence_tok_s", batch_gen / t},
-                              {"step_ms", t / batch_gen * 1e3}, {"cpu_share", cpu / (t * threads)}});
+          out.batch_runs[bi].push_back({{"aggregate_tok_s", double(B) * batch_gen / t}, {"per_sequence_tok_s", batch_gen / t},
+                                        {"step_ms", t / batch_gen * 1e3}, {"cpu_share", cpu / (t * threads)}});
       }
-    // speedup: of the mean aggregate rates; speedup_best: of the best runs (the least disturbed on a shared machine).
-    ordered_json rows = ordered_json::array();
-    double base = kNaN, base_best = kNaN;
-    for (std::size_t bi = 0; bi < batches.size(); ++bi) {
-      const ordered_json metrics = stats_json(runs[bi], {"aggregate_tok_s", "per_sequence_tok_s", "step_ms", "cpu_share"});
-      const double aggregate = metrics["aggregate_tok_s"].is_object() ? metrics["aggregate_tok_s"]["mean"].get<double>() : kNaN;
-      double best = kNaN;
-      for (const auto& r : runs[bi]) best = std::isnan(best) ? r.at("aggregate_tok_s") : std::max(best, r.at("aggregate_tok_s"));
-      if (batches[bi] == 1) base = aggregate, base_best = best;
-      auto ratio = [](double a, double b) { return std::isfinite(a) && std::isfinite(b) && b > 0 ? ordered_json(a / b) : ordered_json(nullptr); };
-      rows.push_back({{"batch", batches[bi]}, {"metrics", metrics}, {"best_aggregate_tok_s", std::isfinite(best) ? ordered_json(best) : ordered_json(nullptr)},
-                      {"speedup", ratio(aggregate, base)}, {"speedup_best", ratio(best, base_best)}});
-    }
     if (plan.profile) {
       if constexpr (requires(M& m, model::OpProfiler* p) { m.set_profiler(p); M::op_names(); }) {
         const int B = batches.back();
@@ -436,22 +294,14 @@ nlohmann::ordered_json run_engine_bench(const BenchSettings& s, const BenchPlan&
         ProfileSettings ps;
         ps.bandwidth_gbs = s.bandwidth_gbs;
         ps.peak_gflops = s.peak_gflops;
-        report["profile_batch"] = profile_batch_steps(model, cost, seqs, tokens, batch_prompt, batch_gen, ps);
+        out.profile_batch = profile_batch_steps(model, seqs, tokens, batch_prompt, batch_gen, ps);
         for (int seq : seqs) model.free_sequence(seq);
       }
     }
-    supplementary["batch_scaling"] = {{"available", true}, {"batch_sizes", batches}, {"prompt_tokens", batch_prompt},
-                                      {"gen_tokens", batch_gen}, {"max_batch", max_batch}, {"rows", rows}};
   }
-
-  report["settings"] = {{"matrix", s.matrix}, {"prompts", mx.prompts}, {"gens", mx.gens}, {"runs", s.runs},
-                        {"warmup", s.warmup}, {"threads", threads},  {"parts", s.parts}, {"peak_rss_source", rss.source()}};
-  report["cells"] = cells;
-  report["llama_bench"] = llama_rows;
-  report["supplementary"] = supplementary;
-  report["errors"] = errors;
-  report["elapsed_s"] = since(t_all);
-  return report;
+  out.peak_rss_source = rss.source();
+  out.elapsed_s = since(t_all);
+  return out;
 }
 
 }  // namespace mi::engine

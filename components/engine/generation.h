@@ -5,6 +5,9 @@
 //
 // Per step: the chunk is fed to model.forward, the last chunk's logits go to the request's sampler, the sampled id
 // is streamed to `on_token` and its text (through the stream decoder and the stop-string filter) to `on_text`.
+//
+// The loop is compiled once (generation.cpp, in engine_core) against GenerationModel, the few calls it makes on a
+// model; generate<M> adapts the generated Model to it, so the model's translation unit does not hold the loop.
 #pragma once
 
 #include <algorithm>
@@ -18,10 +21,8 @@
 
 #include "common/error.h"
 #include "engine/model_interface.h"
-#include "engine/stop_text.h"
 #include "runtime/finish_reason.h"
 #include "runtime/sampler.h"
-#include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mi::engine {
@@ -52,96 +53,45 @@ struct GenerationCallbacks {
   std::function<void(std::string_view text)> on_text;  // final text as it becomes final
 };
 
+// The calls the generation loop makes on a model (EngineModel's, type-erased by generate<M>).
+class GenerationModel {
+ public:
+  virtual ~GenerationModel() = default;
+  virtual int vocab_size() const = 0;
+  virtual std::vector<int> eos_token_ids() const = 0;
+  virtual int new_sequence() = 0;
+  virtual void free_sequence(int seq) = 0;
+  // Appends n tokens to seq; the logits of the last one go to `logits` [vocab].
+  virtual void forward(int seq, const int32_t* ids, int n, float* logits) = 0;
+};
+
 // Runs `request` to completion. The tokenizer may be null (no text, no stop strings). mi::Error naming the numbers
 // for a request that cannot run (empty prompt, negative budget, prompt + max_new_tokens beyond max_context, stop
 // strings without a tokenizer) before the model is touched; a model failure propagates after the sequence is freed.
+GenerationResult generate_on(GenerationModel& model, const tok::Tokenizer* tokenizer, const GenerationLimits& limits,
+                             const GenerationRequest& request, const GenerationCallbacks& callbacks = {});
+
+// GenerationModel over a model of the EngineModel concept.
+template <EngineModel M>
+class GenerationModelOf final : public GenerationModel {
+ public:
+  explicit GenerationModelOf(M& model) : model_(model) {}
+  int vocab_size() const override { return model_.vocab_size(); }
+  std::vector<int> eos_token_ids() const override { return model_.eos_token_ids(); }
+  int new_sequence() override { return model_.new_sequence(); }
+  void free_sequence(int seq) override { model_.free_sequence(seq); }
+  void forward(int seq, const int32_t* ids, int n, float* logits) override { model_.forward(seq, ids, n, logits, false); }
+
+ private:
+  M& model_;
+};
+
+// generate_on for a model of the EngineModel concept.
 template <EngineModel M>
 GenerationResult generate(M& model, const tok::Tokenizer* tokenizer, const GenerationLimits& limits,
                           const GenerationRequest& request, const GenerationCallbacks& callbacks = {}) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  const long long prompt = (long long)request.prompt_ids.size();
-  if (prompt == 0) fail("request rejected: the prompt is empty (at least one token is needed)");
-  if (request.max_new_tokens < 0) fail("request rejected: max_new_tokens must be >= 0, got ", request.max_new_tokens);
-  if (prompt + request.max_new_tokens > limits.max_context)
-    fail("request rejected: prompt of ", prompt, " tokens + max_new_tokens ", request.max_new_tokens, " = ",
-         prompt + request.max_new_tokens, " tokens exceeds max_context ", limits.max_context);
-  if (limits.prefill_chunk < 0) fail("generate: prefill_chunk must be >= 0 (0 = whole prompt), got ", limits.prefill_chunk);
-  if (!request.stop.empty() && !tokenizer) fail("stop strings need a tokenizer (the checkpoint has no tokenizer.json)");
-
-  GenerationResult result;
-  result.prompt_ids = request.prompt_ids;
-  if (request.max_new_tokens == 0) {
-    result.finish_reason = runtime::FinishReason::length;
-    return result;
-  }
-
-  const int vocab = model.vocab_size();
-  const std::vector<int> eos_ids = model.eos_token_ids();
-  runtime::Sampler sampler(request.sampling, vocab);
-  std::optional<tok::StreamDecoder> decoder;
-  std::optional<StopTextFilter> stop;
-  if (tokenizer) {
-    decoder.emplace(*tokenizer, /*skip_special=*/true);
-    stop.emplace(request.stop);
-  }
-  std::vector<int32_t> history = request.prompt_ids;  // prompt + output, for the repetition penalty
-  history.reserve(history.size() + std::size_t(request.max_new_tokens));
-  result.output_ids.reserve(std::size_t(request.max_new_tokens));
-  std::vector<float> logits(static_cast<std::size_t>(vocab));  // [vocab] of the last fed position
-  Clock::time_point first_token, last_token;
-
-  const auto emit_text = [&](const std::string& text) {
-    if (!text.empty() && callbacks.on_text) callbacks.on_text(text);
-  };
-  // Samples from `logits`; returns the reason to finish, or none.
-  const auto sample = [&]() {
-    const int32_t token = sampler.sample(logits, history);
-    last_token = Clock::now();
-    if (result.output_ids.empty()) first_token = last_token;
-    history.push_back(token);
-    result.output_ids.push_back(token);
-    if (callbacks.on_token) callbacks.on_token(token);
-    if (std::find(eos_ids.begin(), eos_ids.end(), token) != eos_ids.end()) return runtime::FinishReason::eos;
-    // Ids the tokenizer does not know (embedding rows padded past its vocabulary) have no text.
-    if (decoder && tokenizer->is_valid_id(token)) {
-      emit_text(stop->push(decoder->feed(token)));
-      if (stop->stopped()) return runtime::FinishReason::stop;
-    }
-    if (int(result.output_ids.size()) >= request.max_new_tokens) return runtime::FinishReason::length;
-    return runtime::FinishReason::none;
-  };
-
-  const int sequence = model.new_sequence();
-  try {
-    const int chunk = limits.prefill_chunk > 0 ? limits.prefill_chunk : int(prompt);
-    for (int first = 0; first < int(prompt); first += chunk) {
-      const int count = std::min(chunk, int(prompt) - first);
-      model.forward(sequence, request.prompt_ids.data() + first, count, logits.data(), false);
-    }
-    runtime::FinishReason reason = sample();
-    while (reason == runtime::FinishReason::none) {
-      const int32_t last = result.output_ids.back();
-      model.forward(sequence, &last, 1, logits.data(), false);
-      reason = sample();
-    }
-    result.finish_reason = reason;
-  } catch (...) {
-    model.free_sequence(sequence);
-    throw;
-  }
-  model.free_sequence(sequence);
-
-  if (decoder) {
-    if (!stop->stopped()) emit_text(stop->push(decoder->finish()));
-    if (stop->stopped()) result.finish_reason = runtime::FinishReason::stop;  // also when the flush completed one
-    emit_text(stop->finish());
-    result.text = stop->text();
-  }
-  const auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
-  result.ttft_ms = ms(first_token - start);
-  result.tpot_ms = result.output_ids.size() > 1 ? ms(last_token - first_token) / double(result.output_ids.size() - 1) : 0.0;
-  return result;
+  GenerationModelOf<M> erased(model);
+  return generate_on(erased, tokenizer, limits, request, callbacks);
 }
 
 }  // namespace mi::engine

@@ -410,6 +410,12 @@ void check_config_matches(const nlohmann::json& checkpoint, const nlohmann::json
                  source);
 }
 
+void check_checkpoint_config(const std::filesystem::path& config_path, const char* expected_json,
+                             const char* ignored_fields_json) {
+  check_config_matches(read_json_file(config_path), nlohmann::json::parse(expected_json),
+                       nlohmann::json::parse(ignored_fields_json).get<std::vector<std::string>>(), config_path.string());
+}
+
 const nlohmann::json& text_config_of(const nlohmann::json& root) {
   auto it = root.find("text_config");
   if (it != root.end() && it->is_object()) return *it;

@@ -9,7 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+// Declarations only: the generated model.h includes this header, and its translation units need not parse the
+// whole JSON library (the functions are defined in model_config.cpp).
+#include <nlohmann/json_fwd.hpp>
 
 namespace mi::io {
 
@@ -90,6 +92,12 @@ nlohmann::json computation_relevant_config(const nlohmann::json& config, const s
 //   "<source>: field 'hidden_act': this engine was generated for \"silu\", the checkpoint has \"gelu\""
 void check_config_matches(const nlohmann::json& checkpoint, const nlohmann::json& expected,
                           const std::vector<std::string>& ignored, const std::string& source);
+
+// check_config_matches as a generated engine calls it: the checkpoint's config.json at `config_path` against the
+// texts the generator embedded (engine_config.h: the relevant config, the JSON list of ignored fields). Parsing here,
+// not in the generated model.h, keeps the JSON parser out of the engine's model translation units.
+void check_checkpoint_config(const std::filesystem::path& config_path, const char* expected_json,
+                             const char* ignored_fields_json);
 
 // The JSON object that describes the text model: the root, or root["text_config"] when present.
 // `source` names the file in error messages.

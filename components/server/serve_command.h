@@ -8,6 +8,9 @@
 // requests in flight run to completion and their responses are sent, then the process exits 0.
 // Batch size, context, KV block size, chunked prefill and the prefix cache are the engine's compiled constraints
 // (the prefix cache as the type ServeCommand is instantiated with: runtime::PrefixCache or NoPrefixCache).
+//
+// The command line of `serve` (CLI11), the checks of its settings, the checkpoint's tokenizer and chat template and
+// the "listening" line are non-template code in serve_command.cpp, compiled once into engine_core.
 #pragma once
 #include <pthread.h>
 #include <signal.h>
@@ -15,15 +18,13 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "chat/chat_template.h"
 #include "engine/cli.h"
@@ -49,47 +50,42 @@ struct ServeSettings {
 // 429 answers of an overloaded server always find a free thread.
 inline constexpr int kSpareHttpThreads = 8;
 
-template <ServableModel M, PrefixReuse Prefix>
-int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostream& out, std::ostream& err) {
-  using engine::usage_fail;
-  const int threads = s.threads > 0 ? s.threads : info.threads;
-  const std::string mode = s.mode.empty() ? (info.fast_numerics_default ? "fast" : "precise") : s.mode;
-  if (s.threads < 0) usage_fail("--threads: expected an integer >= 1, got ", s.threads);
-  if (s.port < 0 || s.port > 65535) usage_fail("--port: expected 0..65535 (0: any free port), got ", s.port);
-  if (s.max_waiting < 1) usage_fail("--max-waiting: expected an integer >= 1, got ", s.max_waiting);
-  // Every request in flight holds an HTTP thread until its response ends; with fewer threads than can be in flight,
-  // connections would queue inside the HTTP library, unseen by 429 and /metrics, and /health would stall.
-  const int needed_threads = info.max_batch + s.max_waiting + kSpareHttpThreads;
-  const int http_threads = s.http_threads > 0 ? s.http_threads : needed_threads;
-  if (http_threads < needed_threads)
-    usage_fail("--http-threads: ", s.http_threads, " is fewer than max_batch (", info.max_batch, ") + --max-waiting (",
-               s.max_waiting, ") + ", kSpareHttpThreads, " spare = ", needed_threads,
-               ": requests would queue unseen and /health stall; give at least that many, or fewer --max-waiting");
-  if (s.max_body_bytes < 1024) usage_fail("--max-body-bytes: expected at least 1024, got ", s.max_body_bytes);
-  std::error_code ec;
-  if (!std::filesystem::is_directory(s.model_dir, ec)) usage_fail("--model: '", s.model_dir, "' is not a directory");
-  std::string name = s.served_model_name;
-  if (name.empty()) {
-    std::filesystem::path dir = std::filesystem::path(s.model_dir);
-    if (dir.filename().empty()) dir = dir.parent_path();
-    name = dir.filename().string();
-  }
+// The settings checked against the engine (UsageError naming the flag otherwise), with the defaults resolved.
+struct ServePlan {
+  int threads = 1;
+  std::string mode;
+  int http_threads = 0;
+  std::string model_name;  // what clients send as "model"
+};
+ServePlan plan_serve(const engine::EngineInfo& info, const ServeSettings& s);
 
-  // Text in and out needs tokenizer.json; chat needs a chat template in tokenizer_config.json. Without them the
-  // server still serves token-id prompts on /v1/completions, and says so.
+// The checkpoint's text support: tokenizer.json for text in and out, a chat template for /v1/chat/completions.
+// Without them the server still serves token-id prompts on /v1/completions, and says why (chat_unavailable).
+struct ServeText {
   std::optional<tok::Tokenizer> tokenizer;
-  if (engine::cli_detail::has_tokenizer(s.model_dir)) tokenizer.emplace(engine::cli_detail::load_tokenizer(s.model_dir));
   std::optional<chat::ChatTemplate> chat_template;
   std::string no_chat_reason;
-  if (tokenizer) {
-    try {
-      chat_template.emplace(chat::ChatTemplate::load(s.model_dir));
-    } catch (const std::exception& e) {
-      no_chat_reason = e.what();
-    }
-  } else {
-    no_chat_reason = "no tokenizer.json";
-  }
+};
+ServeText load_serve_text(const std::string& model_dir);
+
+// The facts of the bound server printed as its one "listening" JSON line.
+struct ListeningFacts {
+  int port = 0;
+  std::size_t kv_blocks = 0;
+  bool prefix_cache = false;
+};
+void print_listening(const engine::EngineInfo& info, const ServeSettings& s, const ServePlan& plan, const ServeText& text,
+                     const ListeningFacts& facts, std::ostream& out);
+
+// The registration of `serve` and its options on the command line, writing them into `*s` (ExtraCommand::add).
+std::function<CLI::App*(CLI::App&)> serve_command_line(std::shared_ptr<ServeSettings> s);
+
+template <ServableModel M, PrefixReuse Prefix>
+int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostream& out, std::ostream& err) {
+  const ServePlan plan = plan_serve(info, s);
+  ServeText text = load_serve_text(s.model_dir);
+  std::optional<tok::Tokenizer>& tokenizer = text.tokenizer;
+  std::optional<chat::ChatTemplate>& chat_template = text.chat_template;
 
   // SIGTERM/SIGINT are taken by one thread (sigtimedwait) instead of a handler. They are blocked before the model
   // starts its worker threads: every thread inherits the mask, and a process-directed signal is delivered only to a
@@ -101,12 +97,12 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   engine::RuntimeOptions ro;
-  ro.threads = threads;
+  ro.threads = plan.threads;
   ro.max_batch = info.max_batch;
   ro.max_context = info.max_context;
   ro.kv_block_size = info.kv_block_size;
   ro.kv_blocks = info.kv_blocks;
-  ro.fast = mode == "fast";
+  ro.fast = plan.mode == "fast";
   M model = engine::load_model<M>(s.model_dir, ro);
 
   ServerMetrics metrics;
@@ -121,7 +117,7 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
   ServingLoop<M, Prefix> loop(model, tokenizer ? &*tokenizer : nullptr, lo, metrics);
 
   PreparationContext context;
-  context.model_name = name;
+  context.model_name = plan.model_name;
   context.tokenizer = tokenizer ? &*tokenizer : nullptr;
   context.chat_template = chat_template ? &*chat_template : nullptr;
   context.vocab_size = model.vocab_size();
@@ -129,7 +125,7 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
   HttpOptions ho;
   ho.host = s.host;
   ho.port = s.port;
-  ho.http_threads = http_threads;
+  ho.http_threads = plan.http_threads;
   ho.max_body_bytes = std::size_t(s.max_body_bytes);
   HttpServer<ServingLoop<M, Prefix>> http(loop, context, metrics, ho);
   const int port = http.bind();
@@ -153,20 +149,7 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
     }
   });
 
-  nlohmann::ordered_json ready = {{"event", "listening"},
-                                  {"host", s.host},
-                                  {"port", port},
-                                  {"model", name},
-                                  {"engine", info.engine_name},
-                                  {"kernel_level", info.kernel_level},
-                                  {"max_batch", info.max_batch},
-                                  {"max_context", info.max_context},
-                                  {"kv_block_size", info.kv_block_size},
-                                  {"kv_blocks", model.kv_cache().total_blocks()},
-                                  {"prefix_cache", Prefix::kReusesPrefixes},
-                                  {"chat", chat_template.has_value()}};
-  if (!chat_template) ready["chat_unavailable"] = no_chat_reason;
-  out << ready.dump() << "\n" << std::flush;
+  print_listening(info, s, plan, text, {port, std::size_t(model.kv_cache().total_blocks()), Prefix::kReusesPrefixes}, out);
   const bool served = http.listen();
 
   shutting_down = true;
@@ -186,21 +169,10 @@ int run_serve(const engine::EngineInfo& info, const ServeSettings& s, std::ostre
 template <PrefixReuse Prefix>
 struct ServeCommand {
   template <class M>
-  static std::vector<engine::ExtraCommand> add(CLI::App& app, const engine::EngineInfo& info, std::ostream& out,
-                                               std::ostream& err) {
+  static std::vector<engine::ExtraCommand> add(const engine::EngineInfo& info, std::ostream& out, std::ostream& err) {
     static_assert(ServableModel<M>, "serve needs a model with kv_cache() (engine::Model generated by metainfer)");
     auto s = std::make_shared<ServeSettings>();
-    CLI::App* cmd = app.add_subcommand("serve", "serve the OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions, ...)");
-    cmd->add_option("--model", s->model_dir, "checkpoint directory (config.json, *.safetensors, tokenizer files)")->required();
-    cmd->add_option("--host", s->host, "address to listen on (default 127.0.0.1)");
-    cmd->add_option("--port", s->port, "TCP port (default 8000; 0: any free port, printed at start)");
-    cmd->add_option("--served-model-name", s->served_model_name, "the model id clients send (default: the checkpoint directory's name)");
-    cmd->add_option("--threads", s->threads, "worker threads (default: the engine's)");
-    cmd->add_option("--mode", s->mode, "numerics: precise or fast")->check(CLI::IsMember({"precise", "fast"}));
-    cmd->add_option("--max-waiting", s->max_waiting, "queued requests beyond which new ones get 429 (default 64)");
-    cmd->add_option("--http-threads", s->http_threads, "connections served at once (default max_batch + max-waiting + 8)");
-    cmd->add_option("--max-body-bytes", s->max_body_bytes, "largest request body; larger ones get 413 (default 8 MiB)");
-    return {{cmd, [s, &info, &out, &err] { return run_serve<M, Prefix>(info, *s, out, err); }}};
+    return {{serve_command_line(s), [s, &info, &out, &err] { return run_serve<M, Prefix>(info, *s, out, err); }}};
   }
 };
 

@@ -202,7 +202,7 @@ TEST(AgentGenerate, AgentWrittenEngineEmittingWrongTokensFailsAcceptance) {
   const std::string from = "const int32_t token = sampler.sample(logits, history);";
   const std::string to = "const int32_t token = (sampler.sample(logits, history) + 1) % int32_t(logits.size());";
   mi_test::ScriptedLlmServer server(json{{"steps", json::array({
-      step(tool(call("e", "edit_file", {{"path", "src/engine/generation.h"}, {"old", from}, {"new", to}}))),
+      step(tool(call("e", "edit_file", {{"path", "src/engine/generation.cpp"}, {"old", from}, {"new", to}}))),
       step(text("Fixed the sampled id.")),
   })}});
   AgentRunConfig cfg;
@@ -211,7 +211,7 @@ TEST(AgentGenerate, AgentWrittenEngineEmittingWrongTokensFailsAcceptance) {
   AgentRun run(cfg, make_backend({"openai", server.base_url() + "/v1", "scripted", "", false, {}}));
   run.converse("implementer", "Stage 'framework_integration': check the generation loop.");
   EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
-  ASSERT_NE(slurp(engine / "src/engine/generation.h").find(to), std::string::npos);
+  ASSERT_NE(slurp(engine / "src/engine/generation.cpp").find(to), std::string::npos);
   const FinalGatesOutcome f = engine_final_gates({METAINFER_BINARY, METAINFER_SOURCE_DIR, 1800}, engine, 2);
   EXPECT_FALSE(f.passed);
   EXPECT_EQ(f.state, "FAILED:PASS_VERIFIED") << f.evidence;
