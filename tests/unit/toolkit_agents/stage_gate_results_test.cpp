@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "../planted_stage_executable.h"
 #include "../toolkit_support.h"
 #include "agents_test_support.h"
 #include "gates/gates.h"
@@ -51,10 +52,7 @@ struct PlantedStage {
   }
   // The stage executable: a shell script that runs `body` (with $out the --gtest_output file), recorded as B0's.
   mi::gates::GateResult run(const std::string& body) {
-    const fs::path exe = dir / "build/stage_basic_execution";
-    write(exe, "#!/bin/sh\nout=\nfor a; do case $a in --gtest_output=json:*) out=${a#--gtest_output=json:};; esac; done\n" + body + "\n");
-    fs::permissions(exe, fs::perms::owner_all);
-    record.executables["stage_basic_execution"] = mi::generator::sha256_file(exe);
+    mi_test::plant_stage_executable(dir.path(), "basic_execution", body, record);
     return mi::gates::stage_gate(engine, "basic_execution", options, record);
   }
 };

@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "../planted_stage_executable.h"
 #include "../toolkit_support.h"
 #include "gates/cpp_code_text.h"
 #include "gates/gates.h"
@@ -125,11 +126,8 @@ struct ForgedStage {
     engine.manifest = {{"constraints", {{"model", (dir / "model").string()}}}};
     put(dir / "tests/stage_basic_execution_test.cpp", "#include <gtest/gtest.h>\nTEST(Basic, Runs) { EXPECT_EQ(1, 1); }\n");
     put(dir / "src/kernels/matvec.cpp", "// The engine's own code.\nint matvec() { return 1; }\n");
-    const fs::path exe = dir / "build/stage_basic_execution";
-    put(exe, "#!/bin/sh\nfor a; do case $a in --gtest_output=json:*) out=${a#--gtest_output=json:};; esac; done\ncat > \"$out\" <<'EOF'\n" +
-                 report_of({{"Basic", "Runs"}}).dump() + "\nEOF\n");
-    fs::permissions(exe, fs::perms::owner_all);
-    record.executables["stage_basic_execution"] = mi::generator::sha256_file(exe);
+    mi_test::plant_stage_executable(dir.path(), "basic_execution",
+                                    "cat > \"$out\" <<'EOF'\n" + report_of({{"Basic", "Runs"}}).dump() + "\nEOF", record);
   }
   mi::gates::GateResult run() { return mi::gates::stage_gate(engine, "basic_execution", options, record); }
 };
