@@ -1,6 +1,7 @@
 #include "agents/stage_loop.h"
 
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,26 @@ void write_record(const fs::path& run_dir, const StageResult& r) {
                       {"evidence_file", x.evidence_file}});
   generator::write_file(run_dir / ".metainfer" / "stages" / (r.stage + ".json"),
              json{{"stage", r.stage}, {"state", r.state}, {"detail", r.detail}, {"rounds", rounds}}.dump(2) + "\n");
+}
+
+// The stage's record from an earlier session in this run directory (an interrupted `evolve --resume`), if any.
+std::optional<StageResult> read_record(const fs::path& run_dir, const std::string& stage) {
+  const fs::path file = run_dir / ".metainfer" / "stages" / (stage + ".json");
+  if (!fs::is_regular_file(file)) return std::nullopt;
+  std::ifstream in(file);
+  const json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("stage", "") != stage)
+    fail(file.string(), ": not a stage record for '", stage, "'; remove it to run the stage from its first round");
+  StageResult r{stage, j.value("state", ""), {}, j.value("detail", "")};
+  for (const json& x : j.value("rounds", json::array()))
+    r.rounds.push_back({x.value("round", 0), x.value("implementer", ""), x.value("reviewer", ""), x.value("gate", ""),
+                        x.value("evidence_file", "")});
+  return r;
+}
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 std::string implementer_task(const StageSpec& stage, int round, const std::string& evidence_file, const std::string& evidence,
@@ -77,7 +98,24 @@ StageResult run_stage(AgentRun& run, const StageSpec& stage, const GateRunner& g
   StageResult result{stage.id, "FAILED", {}, ""};
   const fs::path run_dir = run.run_dir();
   std::string evidence, evidence_file, review_file;
-  for (int round = 0; round <= stage.max_repair_rounds; ++round) {
+  // A stage this run directory already worked on (a session that was stopped) continues where it stopped: a PASSED or
+  // TAMPERED verdict stands, and the rounds the gate judged stay spent, so stopping and resuming never buys a stage
+  // more repair rounds. A round the gate did not judge (the endpoint failed in it) is run again.
+  int first_round = 0;
+  if (std::optional<StageResult> earlier = read_record(run_dir, stage.id)) {
+    if (earlier->state == "PASSED" || earlier->state == "TAMPERED") return *earlier;
+    for (const StageRound& r : earlier->rounds)
+      if (r.gate == "PASSED" || r.gate == "FAILED") result.rounds.push_back(r);
+    if (!result.rounds.empty()) {
+      const StageRound& last = result.rounds.back();
+      first_round = last.round + 1;
+      evidence_file = last.evidence_file;
+      evidence = read_text(run_dir / evidence_file);
+      if (!last.reviewer.empty() && fs::exists(run_dir / ("review/" + stage.id + "-r" + std::to_string(last.round) + ".md")))
+        review_file = "review/" + stage.id + "-r" + std::to_string(last.round) + ".md";
+    }
+  }
+  for (int round = first_round; round <= stage.max_repair_rounds; ++round) {
     StageRound rec;
     rec.round = round;
     rec.gate = "NOT_RUN";

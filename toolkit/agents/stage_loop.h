@@ -8,7 +8,9 @@
 //   FAILED after the last round.
 //
 // Only the gate decides PASS or FAIL; an implementer saying it is done only ends its conversation. The stage's
-// record (.metainfer/stages/<stage>.json) is rewritten after every round.
+// record (.metainfer/stages/<stage>.json) is rewritten after every round, and a later run_stage in the same run
+// directory continues from it (`evolve --resume`): a PASSED or TAMPERED stage is not run again, the judged rounds stay
+// spent (resuming never adds repair rounds), and the next round gets the last verdict's evidence.
 #pragma once
 #include <filesystem>
 #include <functional>

@@ -161,4 +161,56 @@ TEST(AgentStage, FailsAfterTheLastRepairRoundAndPassesTheReviewOn) {
   EXPECT_EQ(json::parse(slurp(w.run / "metrics.json"))["totals"]["agents_started"], 4);
 }
 
+// A session stops in round 1 (the endpoint fails): the next session in the same run directory continues at round 1
+// with round 0's evidence, and the rounds the gate judged stay spent; a stage whose verdict is in never runs again.
+TEST(AgentStage, AStoppedStageResumesWithItsJudgedRoundsSpent) {
+  if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "gates run isolated; no isolation here";
+  StageWorld w;
+  const StageSpec spec{"kernel", "Make scale() return 2 in src/kernel.cpp.", 1, false};
+  {
+    // Round 0 fails the gate; round 1's first request finds the script spent (the endpoint answers 500).
+    mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+        {{"respond", {{"tool_calls", {call("w", "write_file", {{"path", "src/kernel.cpp"}, {"content", "int scale() { return 1; }\n"}})}}}}},
+        {{"respond", {{"text", "Implemented."}}}},
+    })}});
+    AgentRun run = w.make_run(server);
+    const StageResult r = run_stage(run, spec, script_gate(30));
+    EXPECT_EQ(r.state, "AGENT_ERROR") << r.detail;
+    ASSERT_EQ(r.rounds.size(), 2u);
+    EXPECT_EQ(r.rounds[1].gate, "NOT_RUN");
+  }
+  {
+    // Resumed: the first request is round 1's, with round 0's verdict; the fix passes the gate.
+    mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+        {{"expect", {{"body_contains", {"Stage 'kernel', round 1", "FAIL: scale() must return 2", "reports/kernel/round-0.txt"}}}},
+         {"respond", {{"tool_calls", {call("e", "edit_file", {{"path", "src/kernel.cpp"}, {"old", "return 1;"}, {"new", "return 3;"}})}}}}},
+        {{"respond", {{"text", "Fixed."}}}},
+    })}});
+    AgentRun run = w.make_run(server);
+    const StageResult r = run_stage(run, spec, script_gate(30));
+    EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+    EXPECT_EQ(server.steps_left(), 0u);
+    // return 3 fails too, and with max_repair_rounds 1 that was the last round: FAILED after two judged rounds.
+    EXPECT_EQ(r.state, "FAILED") << r.detail;
+    ASSERT_EQ(r.rounds.size(), 2u);
+    EXPECT_EQ(r.rounds[0].gate, "FAILED");
+    EXPECT_EQ(r.rounds[1].round, 1);
+    EXPECT_EQ(r.rounds[1].gate, "FAILED");
+  }
+  {
+    // A third session asks the endpoint nothing: the verdict stands and no round is added.
+    mi_test::ScriptedLlmServer server(json{{"steps", json::array()}});
+    AgentRun run = w.make_run(server);
+    const StageResult r = run_stage(run, spec, script_gate(30));
+    EXPECT_EQ(r.state, "FAILED");
+    EXPECT_EQ(r.rounds.size(), 2u);
+    EXPECT_TRUE(server.requests().empty());
+  }
+  // A record that is not this stage's is refused, not silently restarted.
+  write(w.run / ".metainfer/stages/kernel.json", "{\"stage\": \"other\"}\n");
+  mi_test::ScriptedLlmServer server(json{{"steps", json::array()}});
+  AgentRun run = w.make_run(server);
+  EXPECT_THROW(run_stage(run, spec, script_gate(30)), mi::Error);
+}
+
 }  // namespace
