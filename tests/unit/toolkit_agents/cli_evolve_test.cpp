@@ -8,11 +8,19 @@
 // stage gate (four engine builds, one of them failing).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
 #include "../toolkit_support.h"
 #include "agents/engine_gate.h"
 #include "agents/engine_generation.h"
 #include "agents/isolated_command.h"
 #include "agents_test_support.h"
+#include "process/subprocess.h"
 #include "scripted_llm_server.h"
 
 namespace {
@@ -272,6 +280,63 @@ TEST(Evolve, AnEngineRunDirectoryIsJudgedByTheEngineGate) {
     const auto s = gate(script_dir, "basic_execution");
     EXPECT_TRUE(s.passed) << s.evidence;
   }
+}
+
+// The process itself is killed (SIGKILL to its process group) while the candidate implementer waits for the
+// endpoint, not stopped by an endpoint error: `--resume` continues at the candidate phase of the same round (no second
+// strategy, exploration or consolidation), reruns that implementer, and the round is absorbed; the killed
+// conversation is still counted.
+TEST(Evolve, AKilledProcessResumesAtThePhaseItWasKilledIn) {
+  if (mi::agents::command_isolation().kind == mi::agents::IsolationKind::none) GTEST_SKIP() << "gates run isolated; no isolation here";
+  mi_test::TempDir dir("evolve-killed");
+  const fs::path ckb = dir / "ckb", contracts = dir / "contracts", work = dir / "work";
+  fs::copy(fs::path(METAINFER_SOURCE_DIR) / "ckb", ckb, fs::copy_options::recursive);
+  write(contracts / "gates/target.sh", "grep -qx 42 src/answer.txt || { echo 'src/answer.txt must hold 42'; exit 1; }\n");
+  const std::string model = uncovered_checkpoint(dir.path()).string();
+  auto argv = [&](const mi_test::ScriptedLlmServer& server, bool resume) {
+    std::vector<std::string> a = {METAINFER_BINARY, "evolve", "--model", model, "--work-dir", work.string(), "--contracts",
+                                  contracts.string(), "--ckb", ckb.string(), "--max-repair-rounds", "0", "--max-rounds", "1",
+                                  "--llm-url", server.base_url() + "/v1", "--llm-model", "scripted", "--llm-attempts", "1"};
+    if (resume) a.push_back("--resume");
+    return a;
+  };
+  {
+    mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+        write_step("strategy/strategy.md", "Learn the answer.\n"), kDone,
+        write_step("exploration/notes.md", "The answer is 42.\n"), kDone,
+        write_step("ckb_delta/experience/qwen9_hybrid.md", "The answer is 42.\n"), kDone,
+        // The candidate implementer's request: answered only after the process is gone.
+        {{"expect", {{"system_contains", "implementation agent"}}}, {"respond", {{"text", "too late"}, {"delay_s", 5}}}},
+    })}});
+    const int null_fd = ::open("/dev/null", O_RDWR);
+    ASSERT_GE(null_fd, 0);
+    const auto start = std::chrono::steady_clock::now();
+    const int pid = mi::process::spawn(argv(server, false), {}, null_fd, null_fd, null_fd);
+    // Wait until the seventh request (the candidate implementer's) has arrived, then kill the whole process group.
+    while (server.requests().size() < 7 && std::chrono::steady_clock::now() - start < std::chrono::seconds(240))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(server.requests().size(), 7u) << ::testing::PrintToString(server.failures());
+    ::kill(-pid, SIGKILL);
+    mi::process::RunResult killed;
+    mi::process::reap(pid, killed, start);
+    ::close(null_fd);
+    EXPECT_EQ(killed.exit_code, 128 + SIGKILL);
+    const json round = json::parse(slurp(work / "evo-001/round.json"));
+    EXPECT_EQ(round["state"], "IN_PROGRESS");
+    EXPECT_EQ(round["phase"], "candidate");
+  }
+  mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+      write_step("src/answer.txt", "42\n", {{"system_contains", "implementation agent"}, {"body_contains", {"round 0"}}}), kDone,
+      write_step("src/answer.txt", "42\n", {{"body_contains", {"knowledge base only"}}}), kDone,
+      write_step("experiment/summary.md", "Absorbed after a kill.\n", {{"body_contains", {"ABSORBED"}}}), kDone,
+  })}});
+  const auto r = mi::process::run(argv(server, true), {.timeout_s = 300});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  EXPECT_EQ(mi_test::last_json_line(r.out)["state"], "ABSORBED") << r.out;
+  EXPECT_TRUE(fs::exists(ckb / "experience/qwen9_hybrid.md"));
+  // Strategy, explorer, consolidator, the killed implementer and its rerun; the regeneration; the summariser.
+  EXPECT_EQ(json::parse(slurp(work / "metrics.json"))["totals"]["agents_started"], 7) << slurp(work / "metrics.json");
 }
 
 }  // namespace
