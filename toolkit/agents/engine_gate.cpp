@@ -146,13 +146,25 @@ GateRunner engine_or_script_gate(EngineGateOptions options, double script_timeou
 
 FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path& engine_dir, int threads,
                                      const std::vector<fs::path>& golden_cases) {
-  // On the host, as `generate` runs the knowledge backend's gates: acceptance and L3 run the engine only inside the
-  // gate runner's own bubblewrap sandbox, which cannot be nested inside run_isolated_command's.
+  FinalGatesOutcome out;
+  // B0 compiles agent-written code, which could #include (or .incbin) a reference tree by its absolute path: it runs
+  // in the isolation of the stage gate, with the same paths hidden, and no agent acts between it and the gates below.
+  const VerifierRun build = run_verifier(o, engine_dir, "B0_build", threads);
+  if (!build.report || build.exit_code != 0 || build.report->value("state", "") != "PASSED:B0_build") {
+    out.state = "FAILED:B0_build";
+    out.evidence = process::tail("the confined build (B0 in the isolation of agents' commands) failed:\n" +
+                                     (build.report ? evidence_of(*build.report) : verifier_failure(o, build)),
+                                 o.max_evidence_bytes);
+    return out;
+  }
+  // The rest on the host, against that build (--prebuilt: B0 hashes it, nothing of it is built or configured here):
+  // acceptance and L3 run the engine only inside the gate runner's own bubblewrap sandbox, which cannot be nested
+  // inside run_isolated_command's.
   std::vector<std::string> argv = {o.metainfer_binary.string(), "verify", engine_dir.string(), "--only", kAgentFinalGates,
-                                   "--allow-modified-sources", "--threads", std::to_string(std::max(1, threads)), "--json"};
+                                   "--allow-modified-sources", "--prebuilt", "--threads", std::to_string(std::max(1, threads)),
+                                   "--json"};
   for (const auto& g : golden_cases) argv.insert(argv.end(), {"--golden", g.string()});
   const process::RunResult r = process::run(argv, {.timeout_s = o.timeout_s});
-  FinalGatesOutcome out;
   json report;
   try {
     if (r.timed_out) throw std::runtime_error("timed out");
@@ -165,7 +177,7 @@ FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path&
     return out;
   }
   out.state = report.value("state", "");
-  out.evidence = process::tail(evidence_of(report), o.max_evidence_bytes);
+  out.evidence = process::tail("confined build: " + evidence_of(*build.report) + evidence_of(report), o.max_evidence_bytes);
   // Every selected gate must have run and passed: a report without acceptance or L3 is no acceptance.
   bool acceptance = false, evidence = false, provenance = false;
   for (const json& g : report.value("gates", json::array())) {

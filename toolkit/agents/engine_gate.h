@@ -42,11 +42,18 @@ GateRunner engine_or_script_gate(EngineGateOptions options, double script_timeou
 
 // The final gates on an agent-written engine, the knowledge backend's after its sources check (which agent-written
 // sources fail by design) and its L1 (the last stage gate ran every stage's test contract on these same sources, and
-// no agent acts in between): `metainfer verify DIR --only L0_provenance,PASS_VERIFIED,L3 --allow-modified-sources`.
-// B0 rebuilds, then provenance, acceptance on the checkpoint in every mode the engine ships, L3 against the targets.
-// It runs on the host like the knowledge backend's gates: the engine runs only inside the gate runner's own
-// bubblewrap sandbox (nested bubblewrap cannot mount /proc, so the whole verifier cannot run inside the isolation
-// the stage gate uses); the stage tests, agent code outside the engine binary, are not among these gates.
+// no agent acts in between). In two steps:
+//   1. B0 rebuilds from scratch in the isolation the stage gate uses (`metainfer verify . --only B0_build`): no
+//      network, the engine directory, the system and the read-only ccache visible, the reference trees, the system's
+//      foreign sources and the files carrying foreign signatures hidden. An agent-written source that #includes (or
+//      .incbin's) a hidden file by its absolute path fails to build; with no isolation that can hide them, nothing
+//      runs and the final gates fail.
+//   2. On the host, `metainfer verify DIR --only L0_provenance,PASS_VERIFIED,L3 --allow-modified-sources --prebuilt`:
+//      B0 only hashes the executables step 1 left (nothing sandboxed runs any more, so none can be swapped after the
+//      hashing; symlinks are refused), then provenance, acceptance on the checkpoint in every mode the engine ships,
+//      L3 against the targets. These run the engine only inside the gate runner's own bubblewrap sandbox (nested
+//      bubblewrap cannot mount /proc, so this verifier cannot run inside the isolation of step 1).
+// The stage tests, agent code outside the engine binary, are not among these gates.
 struct FinalGatesOutcome {
   bool passed = false;
   std::string acceptance;  // the acceptance route when it passed: "PASS_VERIFIED" | "PASS_VERIFIED_ORACLE"; else ""

@@ -5,8 +5,8 @@
 //   stage by stage, in the CKB's stage order, the stage's own source files are withheld (withheld_sources.h) and the
 //   implementers write them until the real L1 stage gate passes (bounded repair rounds, the gate's evidence and the
 //   spec reviewer's report fed to the next round; each stage gate also reruns the earlier stages' tests);
-//   when every stage passed, the final gates (engine_final_gates: B0, L0 provenance, acceptance, L3), as for the
-//   knowledge backend but for the sources check, which agent-written sources fail by design;
+//   when every stage passed, the final gates (engine_final_gates: B0 confined, L0 provenance, acceptance, L3), as for
+//   the knowledge backend but for the sources check, which agent-written sources fail by design;
 //   the experiment summariser writes experiment/summary.md from the figures the workflow measured
 //   (experiment_summary.h).
 //

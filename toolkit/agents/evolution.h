@@ -66,8 +66,9 @@ struct EvolutionConfig {
   std::function<nlohmann::json(const std::filesystem::path& merged_ckb)> after_merge;
   // The out-of-process check of a SWITCH=OFF regeneration that is a whole engine directory, before its delta may be
   // merged: the stage gate's verdict comes from the stage executable the agents' code is linked into, so it alone
-  // cannot be trusted to accept knowledge (`metainfer evolve` runs engine_final_gates: L0 provenance, acceptance
-  // against the reference, L3). Answers {passed, state, evidence}. Unset: not run (script-gated rounds).
+  // cannot be trusted to accept knowledge (`metainfer evolve` runs engine_final_gates: B0 in the isolation of agents'
+  // commands, then L0 provenance, acceptance against the reference, L3). Answers {passed, state, evidence}. Unset: not
+  // run (script-gated rounds).
   std::function<FinalGatesOutcome(const std::filesystem::path& engine_dir)> final_gates;
 };
 

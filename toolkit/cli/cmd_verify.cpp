@@ -1,4 +1,5 @@
-// `metainfer verify DIR [--golden CASE_DIR ...] [--only GATE] [--json]`: run the gates on an engine directory.
+// `metainfer verify DIR [--golden CASE_DIR ...] [--only GATE] [--allow-modified-sources [--prebuilt]] [--json]`: run
+// the gates on an engine directory.
 #include <iostream>
 
 #include <sys/prctl.h>
@@ -32,7 +33,7 @@ void register_verify_command(CLI::App& app, int& exit_code) {
     std::string dir, only, reports_dir;
     std::vector<std::string> golden;
     int threads = 2;
-    bool json = false, allow_modified = false;
+    bool json = false, allow_modified = false, prebuilt = false;
   };
   auto opts = std::make_shared<Options>();
   cmd->add_option("engine_dir", opts->dir, "engine directory (holds MANIFEST.json)")->required();
@@ -46,6 +47,9 @@ void register_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--allow-modified-sources", opts->allow_modified,
                 "with --only: build and run sources that are not the generated ones (planted-defect tests); their "
                 "CMakeLists.txt runs unchecked");
+  cmd->add_flag("--prebuilt", opts->prebuilt,
+                "with --allow-modified-sources: B0 does not build, it hashes DIR/build as an earlier build left it (the "
+                "agents' final gates build agent-written code inside the isolation of agents' commands first)");
   cmd->callback([opts, &exit_code] {
     // The verifier runs code it judges (B0's CMakeLists.txt with --allow-modified-sources, the stage executables) as
     // its own children, under its own user: not dumpable, its /proc entries (its stdout above all, where the report
@@ -56,7 +60,9 @@ void register_verify_command(CLI::App& app, int& exit_code) {
     gates::GateOptions gopts;
     gopts.threads = opts->threads;
     if (opts->allow_modified && opts->only.empty()) throw mi::Error("--allow-modified-sources needs --only GATE: a full verification always checks the sources");
+    if (opts->prebuilt && !opts->allow_modified) throw mi::Error("--prebuilt needs --allow-modified-sources: a full verification always builds");
     gopts.allow_modified_sources = opts->allow_modified;
+    gopts.prebuilt = opts->prebuilt;
     for (const auto& g : opts->golden) gopts.golden_cases.push_back(g);
     gopts.reports_dir = opts->reports_dir;
     const gates::Report report = gates::verify_engine(engine, gopts, opts->only);

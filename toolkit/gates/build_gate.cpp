@@ -1,4 +1,5 @@
 // B0 (ckb/test_contracts/gates.toml): a clean build of the engine directory; the gate runner hashes what it built.
+// Or, for the agents' final gates, the hashes of what a confined build left (prebuilt_build_gate).
 #include <chrono>
 #include <filesystem>
 
@@ -19,6 +20,23 @@ std::string check_executable(const generator::Engine& engine, const BuildRecord&
     return "build/" + name + " has sha256 " + sha + ", not the " + it->second + " B0 built (replaced after the build)";
   return "";
 }
+
+namespace {
+
+// The sha256 of the binary and of the stage executables present (only when stage tests were built), into `record`
+// and the gate's evidence.
+void record_executables(const generator::Engine& engine, bool stage_tests, BuildRecord& record, GateResult& g) {
+  record.binary_sha256 = generator::sha256_file(engine.binary);
+  record.executables[engine.binary.filename().string()] = record.binary_sha256;
+  for (const auto& stage : engine.stage_tests) {
+    const fs::path exe = engine.dir / "build" / ("stage_" + stage);
+    if (stage_tests && fs::exists(exe)) record.executables[exe.filename().string()] = generator::sha256_file(exe);
+  }
+  g.evidence["binary_bytes"] = fs::file_size(engine.binary);
+  g.evidence["executables_sha256"] = record.executables;
+}
+
+}  // namespace
 
 GateResult build_gate(const generator::Engine& engine, int jobs, BuildRecord& record, bool stage_tests) {
   GateResult g{"B0_build", "build", "basic_execution", false, "", {}, 0, nlohmann::json::object()};
@@ -50,17 +68,33 @@ GateResult build_gate(const generator::Engine& engine, int jobs, BuildRecord& re
   g.summary = g.passed ? "built " + engine.binary.filename().string() + (stage_tests ? "" : " (no stage tests: no L1 gate selected)") +
                              " from scratch"
                        : "build produced no binary " + engine.binary.string();
-  if (g.passed) {
-    record.binary_sha256 = generator::sha256_file(engine.binary);
-    record.executables[engine.binary.filename().string()] = record.binary_sha256;
-    for (const auto& stage : engine.stage_tests) {
-      const fs::path exe = build / ("stage_" + stage);
-      if (fs::exists(exe)) record.executables[exe.filename().string()] = generator::sha256_file(exe);
-    }
-    g.evidence["binary_bytes"] = fs::file_size(engine.binary);
-    g.evidence["executables_sha256"] = record.executables;
-  }
+  if (g.passed) record_executables(engine, stage_tests, record, g);
   g.evidence["log_tail"] = process::tail(log, 1500);
+  g.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return g;
+}
+
+GateResult prebuilt_build_gate(const generator::Engine& engine, BuildRecord& record, bool stage_tests) {
+  GateResult g{"B0_build", "build", "basic_execution", false, "", {}, 0, nlohmann::json::object()};
+  const auto start = std::chrono::steady_clock::now();
+  const auto type_of = [](const fs::path& p) {  // of the path itself: a symlink is a symlink, whatever it leads to
+    std::error_code ec;
+    return fs::symlink_status(p, ec).type();
+  };
+  std::string problem;
+  if (type_of(engine.dir / "build") != fs::file_type::directory) problem = "build/ is missing or not a directory of its own";
+  else if (type_of(engine.binary) != fs::file_type::regular)
+    problem = "build/" + engine.binary.filename().string() + " is missing or not a regular file";
+  for (const auto& stage : engine.stage_tests) {
+    const fs::path exe = engine.dir / "build" / ("stage_" + stage);
+    const fs::file_type t = type_of(exe);
+    if (problem.empty() && stage_tests && t != fs::file_type::not_found && t != fs::file_type::regular)
+      problem = "build/" + exe.filename().string() + " is not a regular file";
+  }
+  g.passed = problem.empty();
+  g.summary = g.passed ? "hashed " + engine.binary.filename().string() + " as the confined build left it (not built here)"
+                       : "the confined build's tree is unusable: " + problem;
+  if (g.passed) record_executables(engine, stage_tests, record, g);
   g.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return g;
 }

@@ -22,6 +22,9 @@ struct GateOptions {
   // Where the reports go; empty: DIR/reports. The agents' stage gate names a directory outside the engine directory:
   // the verifier runs agent-written code, which must not be able to leave a report where one is looked for.
   std::filesystem::path reports_dir;
+  // B0 takes DIR/build as an earlier confined build left it (prebuilt_build_gate) instead of building: the agents'
+  // final gates compile agent-written code inside the isolation of agents' commands, then run the later gates here.
+  bool prebuilt = false;
 };
 
 // options.reports_dir, or DIR/reports.
@@ -45,6 +48,12 @@ GateResult sources_gate(const generator::Engine& engine);
 // sha256 in `record`. Evidence: build log tail, binary size and hash. Without `stage_tests` only the engine binary is
 // built (a run that selects no L1 gate, or `metainfer bench`): the stage executables would never run.
 GateResult build_gate(const generator::Engine& engine, int jobs, BuildRecord& record, bool stage_tests = true);
+
+// B0 without building (GateOptions::prebuilt): DIR/build is what a build that ran elsewhere left, and nothing of it
+// runs any more. Records the executables' sha256 as build_gate does, computed here, so every later gate still runs
+// only what was hashed. The build directory and every executable must be themselves, not symlinks: a link made by a
+// confined build to a path hidden from it would lead to that path here.
+GateResult prebuilt_build_gate(const generator::Engine& engine, BuildRecord& record, bool stage_tests = true);
 
 // L0 provenance, after B0: the binary is the one B0 built and reports the manifest hash (run in the sandbox); no
 // foreign inference framework among its dynamic dependencies.

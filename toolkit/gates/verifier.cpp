@@ -49,7 +49,9 @@ Report verify_engine(const generator::Engine& engine, const GateOptions& options
   BuildRecord build;
   bool any_stage = false;
   for (const auto& stage : engine.stage_tests) any_stage = any_stage || selected("L1_stage:" + stage);
-  if (ok) ok = record(build_gate(engine, std::max(1, options.threads), build, any_stage));
+  if (ok)
+    ok = record(options.prebuilt ? prebuilt_build_gate(engine, build, any_stage)
+                                 : build_gate(engine, std::max(1, options.threads), build, any_stage));
   if (ok && selected("L0_provenance")) ok = record(provenance_gate(engine, build));
   for (const auto& stage : engine.stage_tests)
     if (ok && selected("L1_stage:" + stage)) ok = record(stage_gate(engine, stage, options, build));

@@ -217,6 +217,9 @@ TEST(AgentGenerate, AgentWrittenEngineEmittingWrongTokensFailsAcceptance) {
   EXPECT_EQ(f.state, "FAILED:PASS_VERIFIED") << f.evidence;
   EXPECT_TRUE(f.acceptance.empty());
   EXPECT_NE(f.evidence.find("PASSED B0_build"), std::string::npos) << f.evidence;  // it was built and ran
+  // Built in the isolation of agents' commands; the host only hashed that build before running the binary.
+  EXPECT_NE(f.evidence.find("confined build: verification state: PASSED:B0_build"), std::string::npos) << f.evidence;
+  EXPECT_NE(f.evidence.find("as the confined build left it (not built here)"), std::string::npos) << f.evidence;
 }
 
 }  // namespace

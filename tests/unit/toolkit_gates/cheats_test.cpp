@@ -1,5 +1,6 @@
 // Planted attacks on the gates (issue: "acceptance that cannot be fooled"): each must make the right gate fail.
 //   - a binary replaced after the build, a binary that reports no manifest hash      -> B0 / L0
+//   - a prebuilt build tree (the agents' final gates) holding symlinks                -> B0
 //   - an edited engine source with a rewritten manifest                              -> L0
 //   - a binary that reads the trace, a weight-hash lookup table                      -> PASS_VERIFIED
 //   - an engine correct only in precise mode, a chunked-prefill bug (chunks of 4)    -> PASS_VERIFIED
@@ -129,6 +130,41 @@ TEST_F(Cheats, ReplacedBinaryFailsL0AndIsNeverRun) {
   EXPECT_EQ(report.at("state"), "PASSED:L0") << report.dump(1);
   EXPECT_NE(mi::generator::sha256_file(engine.binary), mi::generator::sha256_file(e / "MANIFEST.json"));
   EXPECT_EQ(mi::generator::read_file(engine.binary).substr(1, 3), "ELF");
+}
+
+// B0 over a build made elsewhere (the agents' final gates build in the isolation of agents' commands, then verify
+// --prebuilt on the host): the host hashes what it finds, and a symlink, which a confined build could aim at a path
+// hidden from it but readable here, is refused, as the binary itself or as build/.
+TEST_F(Cheats, PrebuiltB0RefusesSymlinksAndHashesWhatItFinds) {
+  const fs::path e = copy("prebuilt");
+  const mi::generator::Engine engine = mi::generator::load_engine(e);
+  const fs::path elsewhere = *dir_ / "prebuilt-elsewhere";
+  fs::create_directories(elsewhere);
+  mi::generator::write_file(elsewhere / binary_name(), "a reference binary the build could not see\n");
+  mi::gates::BuildRecord record;
+  EXPECT_FALSE(mi::gates::prebuilt_build_gate(engine, record, false).passed) << "no build/ at all";
+  fs::create_directories(e / "build");
+  fs::create_symlink(elsewhere / binary_name(), engine.binary);
+  mi::gates::GateResult b0 = mi::gates::prebuilt_build_gate(engine, record, false);
+  EXPECT_FALSE(b0.passed);
+  EXPECT_NE(b0.summary.find("not a regular file"), std::string::npos) << b0.summary;
+  fs::remove_all(e / "build");
+  fs::create_directory_symlink(elsewhere, e / "build");
+  b0 = mi::gates::prebuilt_build_gate(engine, record, false);
+  EXPECT_FALSE(b0.passed);
+  EXPECT_NE(b0.summary.find("not a directory of its own"), std::string::npos) << b0.summary;
+  EXPECT_TRUE(record.executables.empty());
+  fs::remove(e / "build");
+  fs::create_directories(e / "build");
+  fs::copy_file(elsewhere / binary_name(), engine.binary);
+  b0 = mi::gates::prebuilt_build_gate(engine, record, false);
+  EXPECT_TRUE(b0.passed) << b0.summary;
+  EXPECT_EQ(record.binary_sha256, mi::generator::sha256_file(engine.binary));
+  EXPECT_EQ(mi::gates::check_executable(engine, record, binary_name()), "");
+  // Through the CLI it needs --allow-modified-sources (so --only): a full verification always builds.
+  const auto r = metainfer({"verify", e.string(), "--prebuilt"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE((r.out + r.err).find("--prebuilt needs --allow-modified-sources"), std::string::npos) << r.out << r.err;
 }
 
 TEST_F(Cheats, BinaryThatReportsNoManifestHashFailsL0) {
