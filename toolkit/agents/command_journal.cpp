@@ -21,7 +21,7 @@ void write_command_journal(const fs::path& run_dir, const CommandJournal& j) {
                        {"symlink", e.symlink}, {"links", e.links}, {"fingerprint", e.fingerprint}, {"scratch", e.scratch}});
   const std::vector<std::uint8_t> bytes =
       json::to_cbor(json{{"role", j.role}, {"command", j.command}, {"git_existed", j.git_existed},
-           {"switch", to_string(j.source_switch)}, {"before", entries}});
+           {"switch", to_string(j.source_switch)}, {"gate", j.gate}, {"before", entries}});
   const fs::path file = command_journal_path(run_dir), tmp = file.string() + ".tmp";
   fs::create_directories(file.parent_path());
   {
@@ -46,6 +46,7 @@ std::optional<CommandJournal> read_command_journal(const fs::path& run_dir) {
     out.command = j.at("command").get<std::string>();
     out.git_existed = j.at("git_existed").get<bool>();
     out.source_switch = parse_source_switch(j.at("switch").get<std::string>());
+    out.gate = j.value("gate", false);  // journals written before gates were journaled are commands'
     for (const json& e : j.at("before")) {
       const auto& b = e.at("bytes").get_binary();
       out.before.emplace(e.at("path").get<std::string>(),

@@ -6,7 +6,10 @@
 // the changes are judged; a sandbox opened on a run directory that still holds one judges the interrupted command's
 // changes first (ToolSandbox's constructor), and no gate runs while one is there (require_untampered).
 //
-// The journal lives in .metainfer/, a workflow record path that commands see read-only.
+// A gate that runs agent-written code is journaled the same way (gate_watch.h; `gate` set, `role` "gate" and `command`
+// the gate's name): an interrupted gate's changes are judged by the gate's rule, never left standing.
+//
+// The journal lives in .metainfer/, a workflow record path that commands and gates see read-only.
 #pragma once
 #include <filesystem>
 #include <optional>
@@ -23,6 +26,7 @@ struct CommandJournal {
   bool git_existed = false;  // whether .git was a scratch tree for it (snapshot_run_dir's git_is_scratch)
   RunDirSnapshot before;
   SourceSwitch source_switch = SourceSwitch::off;  // the switch it ran under: its changes are judged by that one
+  bool gate = false;  // a gate's run (gate_watch.h), judged by the gate's rule rather than a role's write paths
 };
 
 std::filesystem::path command_journal_path(const std::filesystem::path& run_dir);

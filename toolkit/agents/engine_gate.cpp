@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agents/gate_watch.h"
 #include "agents/isolated_command.h"
 #include "agents/protected_files.h"
 #include "agents/signature_files.h"
@@ -46,6 +47,7 @@ struct VerifierRun {
   int exit_code = -1;
   std::optional<json> report;  // the verifier's --json report; none when it gave none
   std::string output_tail;
+  std::vector<Violation> violations;  // what the agent-written code it ran changed in the run directory (gate_watch.h)
 };
 
 // `metainfer verify . --only <only> --allow-modified-sources --json` in the run directory, isolated.
@@ -80,8 +82,18 @@ VerifierRun run_verifier(const EngineGateOptions& o, const fs::path& run_dir, co
   command.append(" --allow-modified-sources --reports-dir ").append(kStageGateReportsDir);
   command.append(" --threads ").append(std::to_string(std::max(1, threads))).append(" --json");
   fs::create_directories(run_dir / "reports");
-  const std::vector<fs::path> overlays = protected_mount_points(run_dir);
   VerifierRun v;
+  // The verifier builds into build/ and reports into its private /tmp: anything else the agent-written code it runs
+  // changes in the run directory is judged afterwards, as an agent's command would be (gate_watch.h).
+  std::optional<GateWatch> watch;
+  try {
+    watch.emplace(run_dir, "verify --only " + only);
+  } catch (const Error& e) {
+    v.output_tail = e.what();
+    return v;
+  }
+  std::vector<fs::path> overlays = protected_mount_points(run_dir);
+  overlays.insert(overlays.end(), watch->readonly().begin(), watch->readonly().end());
   CommandResult r;
   try {
     // Files of the engine directory carrying a foreign signature are hidden from the agent code the verifier runs, as
@@ -91,8 +103,10 @@ VerifierRun run_verifier(const EngineGateOptions& o, const fs::path& run_dir, co
     r = run_isolated_command(command, run_dir, readonly, o.timeout_s, o.max_evidence_bytes * 4, hidden, overlays, env);
   } catch (const Error& e) {  // no isolation that can keep the references hidden: the gate does not run
     v.output_tail = e.what();
+    v.violations = watch->judge();
     return v;
   }
+  v.violations = watch->judge();
   v.timed_out = r.timed_out;
   v.exit_code = r.exit_code;
   v.output_tail = process::tail(r.output, o.max_evidence_bytes);
@@ -126,10 +140,12 @@ GateRunner engine_stage_gate(EngineGateOptions o) {
       return {false, std::string("the run directory is not a readable engine directory: ") + e.what()};
     }
     if (only.find("L1_stage:" + stage) == std::string::npos) return {false, "the engine has no stage test for stage '" + stage + "'"};
-    const VerifierRun v = run_verifier(o, run_dir, only, 1);
-    if (!v.report) return {false, verifier_failure(o, v)};
-    const bool passed = v.exit_code == 0 && v.report->value("state", "") == "PASSED:" + only;
-    return {passed, process::tail(evidence_of(*v.report), o.max_evidence_bytes)};
+    VerifierRun v = run_verifier(o, run_dir, only, 1);
+    // A verifier run that left changes outside the build tree fails, whatever the report says; the evidence names them.
+    const std::string changed = describe_gate_violations("verify --only " + only, v.violations);
+    if (!v.report) return {false, changed + verifier_failure(o, v), std::move(v.violations)};
+    const bool passed = v.exit_code == 0 && v.report->value("state", "") == "PASSED:" + only && v.violations.empty();
+    return {passed, changed + process::tail(evidence_of(*v.report), o.max_evidence_bytes), std::move(v.violations)};
   };
 }
 

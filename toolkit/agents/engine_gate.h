@@ -10,6 +10,8 @@
 // the protected paths read-only (reports/ included: the verifier writes its reports in the isolation's private /tmp
 // and the gate reads the one it prints), the reference trees and files carrying foreign signatures hidden; the host's ccache is readable (CCACHE_READONLY) so unchanged files build fast, and
 // nothing the agents' code does can write into it.
+// What it changes in the engine directory besides its build tree is judged like an agent's command's changes
+// (gate_watch.h): undone, counted as violations, and the gate fails.
 #pragma once
 #include <filesystem>
 #include <vector>

@@ -13,7 +13,8 @@ namespace mi::agents {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& default_protected_globs() {
-  static const std::vector<std::string> globs = {"tests/**", "gates/**", "test_contracts/**", "MANIFEST.json", "CMakeLists.txt"};
+  static const std::vector<std::string> globs = {"tests/**", "gates/**", "test_contracts/**", "MANIFEST.json", "CMakeLists.txt",
+                                                     "plan.json"};
   return globs;
 }
 

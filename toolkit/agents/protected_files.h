@@ -11,8 +11,9 @@
 namespace mi::agents {
 
 // Globs (run-directory relative) of what the gates judge with: the engine's stage tests, gate scripts, test
-// contracts, the engine manifest and its top-level CMakeLists.txt (the build that compiles the stage tests). Hashed,
-// and never writable by an agent.
+// contracts, the engine manifest, its top-level CMakeLists.txt (the build that compiles the stage tests) and the
+// coverage plan the generator laid down (plan.json: the final gates take the architecture and max_context from it).
+// Hashed, and never writable by an agent.
 const std::vector<std::string>& default_protected_globs();
 // The workflow's own records (transcripts, gate reports, metrics, violation logs, this manifest): never writable by an agent
 // either, but not hashed, because the workflow itself appends to them while agents run.

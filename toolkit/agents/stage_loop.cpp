@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agents/gate_watch.h"
 #include "agents/isolated_command.h"
 #include "agents/protected_files.h"
 #include "agents/run_dir_snapshot.h"
@@ -82,15 +83,29 @@ GateRunner script_gate(double timeout_s, std::size_t max_evidence_bytes, std::ve
     // The gate builds from scratch, as B0 does for engines: the build trees are the agents' scratch (their contents
     // are not judged as sources), so a stale binary or a planted CMakeCache.txt there must not be what it runs.
     remove_build_trees(run_dir);
-    CommandResult r;
+    // What the script (and the agent-written code it calls) changes in the run directory is judged afterwards, as an
+    // agent's command would be (gate_watch.h).
+    std::optional<GateWatch> watch;
     try {
-      r = run_isolated_command("bash " + script, run_dir, {}, timeout_s, max_evidence_bytes, hide, protected_mount_points(run_dir));
+      watch.emplace(run_dir, script);
     } catch (const Error& e) {
       return {false, std::string("gate ") + script + " not run: " + e.what()};
     }
+    std::vector<fs::path> readonly = protected_mount_points(run_dir);
+    readonly.insert(readonly.end(), watch->readonly().begin(), watch->readonly().end());
+    CommandResult r;
+    std::string not_run;
+    try {
+      r = run_isolated_command("bash " + script, run_dir, {}, timeout_s, max_evidence_bytes, hide, readonly);
+    } catch (const Error& e) {
+      not_run = e.what();
+    }
+    std::vector<Violation> violations = watch->judge();
+    if (!not_run.empty()) return {false, std::string("gate ") + script + " not run: " + not_run, std::move(violations)};
     std::string head = r.timed_out ? "gate " + script + " timed out after " + std::to_string(int(timeout_s)) + " s"
                                    : "gate " + script + ": exit status " + std::to_string(r.exit_code);
-    return {!r.timed_out && r.exit_code == 0, head + "\n" + r.output};
+    const bool passed = !r.timed_out && r.exit_code == 0 && violations.empty();
+    return {passed, describe_gate_violations(script, violations) + head + "\n" + r.output, std::move(violations)};
   };
 }
 
@@ -147,7 +162,10 @@ StageResult run_stage(AgentRun& run, const StageSpec& stage, const GateRunner& g
       result.detail = e.what();
       break;
     }
-    const GateOutcome g = gate(run_dir, stage.id);
+    GateOutcome g = gate(run_dir, stage.id);
+    // What the agent-written code the gate ran changed (undone by the gate) counts like any refusal of the sandbox.
+    for (const Violation& v : g.violations) run.sandbox().record_violation(v);
+    if (!g.violations.empty()) g.passed = false;
     rec.gate = g.passed ? "PASSED" : "FAILED";
     evidence = g.evidence;
     evidence_file = "reports/" + stage.id + "/round-" + std::to_string(round) + ".txt";

@@ -4,7 +4,9 @@
 //     implementer conversation (the stage objective; from round 1 on, the failing gate's evidence too)
 //     [spec reviewer conversation: its report, review/<stage>-r<N>.md, goes to the next round's implementer]
 //     require_untampered(): a changed, missing or added protected file ends the stage TAMPERED before any gate runs
-//     the gate: PASSED ends the stage; otherwise its evidence is written to reports/<stage>/round-<N>.txt
+//     the gate: PASSED ends the stage; otherwise its evidence is written to reports/<stage>/round-<N>.txt; what the
+//       agent-written code it ran changed in the run directory (GateOutcome::violations, undone) is recorded as
+//       violations of the run
 //   FAILED after the last round.
 //
 // Only the gate decides PASS or FAIL; an implementer saying it is done only ends its conversation. The stage's
@@ -24,6 +26,9 @@ namespace mi::agents {
 struct GateOutcome {
   bool passed = false;
   std::string evidence;  // what failed and why: the output the next round's implementer gets
+  // What the agent-written code the gate ran changed in the run directory (gate_watch.h), undone; the gate failed.
+  // run_stage records them in the run's violation log.
+  std::vector<Violation> violations = {};
 };
 
 // Judges the run directory for a stage. Code, not an LLM.
@@ -32,8 +37,9 @@ using GateRunner = std::function<GateOutcome(const std::filesystem::path& run_di
 // The gate of a protected script: runs gates/<stage>.sh in the run directory with the same isolation as agents'
 // commands (no network, the reference trees `hidden` as for them: it builds and runs agent-written code), passing on
 // exit status 0; evidence is the status and the output's tail. The run directory's build trees are removed first: the
-// gate builds from scratch and never runs what agents' commands left there. A missing script, or no isolation that
-// confines the file system, is a failure that says so.
+// gate builds from scratch and never runs what agents' commands left there. The script's run is watched
+// (gate_watch.h): a change it made outside the build trees is undone, returned as a violation, and fails the gate. A
+// missing script, or no isolation that confines the file system, is a failure that says so.
 GateRunner script_gate(double timeout_s = 600, std::size_t max_evidence_bytes = 16 * 1024,
                        std::vector<std::filesystem::path> hidden = {});
 

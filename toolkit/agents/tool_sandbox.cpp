@@ -11,8 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agents/change_judge.h"
 #include "agents/command_journal.h"
 #include "agents/command_paths.h"
+#include "agents/gate_watch.h"
 #include "agents/isolated_command.h"
 #include "agents/line_delta.h"
 #include "agents/path_glob.h"
@@ -398,55 +400,23 @@ ToolOutcome ToolSandbox::edit_file(const AgentRoleSpec& role, const json& a) {
   return {true, false, "edited " + r.shown + " (+" + std::to_string(d.added) + " -" + std::to_string(d.removed) + " lines)", 1, d.added, d.removed};
 }
 
-std::optional<std::pair<std::string, std::string>> ToolSandbox::link_rule(const FileChange& c) const {
-  using Rule = std::pair<std::string, std::string>;
-  if (!c.after->symlink) {
-    // A new name for a file (`ln a b`): writing either would change the other, whatever the write rules of its path.
-    if (c.after->links > 1 && (!c.before || c.before->symlink || c.after->links > c.before->links))
-      return Rule{"hard_link", c.path + " was given another name (a hard link); files in the run directory have one name each"};
-    return std::nullopt;
-  }
-  // A symlink is judged by where it leads (its whole chain, as the host sees it): only somewhere inside the run
-  // directory that is not protected. Outside it (the CKB, a reference tree, the repository a gate mounts), it would
-  // bring in what the run directory does not hold (a withheld source, say) or lead a later write out of it.
-  std::error_code ec;
-  const fs::path link = config_.run_dir / c.path;
-  fs::path target = c.after->bytes;
-  if (target.is_relative()) target = link.parent_path() / target;
-  const fs::path resolved = fs::weakly_canonical(target, ec);
-  if (ec) return Rule{"symlink", c.path + " -> " + c.after->bytes + " cannot be resolved (" + ec.message() + ")"};
-  if (!path_within(resolved, config_.run_dir))
-    return Rule{"symlink", c.path + " -> " + c.after->bytes + " leads outside the run directory"};
-  const std::string rel = resolved.lexically_relative(config_.run_dir).generic_string();
-  if (path_glob_any(default_protected_globs(), rel) || path_glob_any(workflow_record_globs(), rel))
-    return Rule{"symlink", c.path + " -> " + c.after->bytes + " leads to " + rel + ", a protected path"};
-  return std::nullopt;
-}
-
 void ToolSandbox::judge_command_changes(const AgentRoleSpec& role, const RunDirSnapshot& before, bool git_existed,
                                         const std::string& interrupted, ToolOutcome& out, std::string& notes) {
   // What the command wrote is judged like write_file: outside the role's write paths, or (switch off) carrying a
   // foreign signature, it is undone and counted; the rest counts as edits. In the build trees writes are free of the
-  // write paths and are no edits, but links and (switch off) signatures are judged there too.
-  const std::string journal = command_journal_path(config_.run_dir).lexically_relative(config_.run_dir).generic_string();
-  for (const FileChange& c : changed_files(before, snapshot_run_dir(config_.run_dir, git_existed))) {
-    if (c.path == journal || c.path == journal + ".tmp") continue;  // the sandbox's own
-    // After an interruption the workflow may have written its records before this sandbox opened; commands see them
-    // read-only anyway.
-    if (!interrupted.empty() && path_glob_any(workflow_record_globs(), c.path)) continue;
-    std::optional<std::pair<std::string, std::string>> rule;
-    if (!c.scratch()) rule = write_rule(role, c.path);
-    if (!rule && c.after) rule = link_rule(c);
-    if (!rule && config_.source_switch == SourceSwitch::off && c.after && !c.after->symlink)
-      if (const auto sig = c.after->fingerprint ? find_foreign_signature_in_file(config_.run_dir / c.path) : find_foreign_signature(c.after->bytes))
-        rule = std::pair<std::string, std::string>{"foreign_signature", c.path + " would carry a " + sig->framework + " source signature (\"" + sig->marker + "\")"};
-    if (rule) {
-      const std::string undone = undo_change(config_.run_dir, c) ? "the command's change was undone"
-                                                                 : "the command's change could NOT be undone (its earlier content was not kept)";
-      record_violation({role.id, "run_command", c.path, rule->first, rule->second + "; " + undone + interrupted});
+  // write paths and are no edits, but links and (switch off) signatures are judged there too (change_judge.h).
+  ChangeJudgement judgement;
+  judgement.write_rule = [&](const std::string& path) { return write_rule(role, path); };
+  judgement.check_signatures = config_.source_switch == SourceSwitch::off;
+  judgement.skip_records = !interrupted.empty();
+  for (const JudgedChange& j : judge_run_dir_changes(config_.run_dir, before, git_existed, judgement)) {
+    const FileChange& c = j.change;
+    if (j.refused) {
+      const std::string undone = j.undo_note("command");
+      record_violation({role.id, "run_command", c.path, j.refused->first, j.refused->second + "; " + undone + interrupted});
       out.violation = true;
       out.ok = false;
-      notes += "refused (" + rule->first + "): " + rule->second + "; " + undone + interrupted + "\n";
+      notes += "refused (" + j.refused->first + "): " + j.refused->second + "; " + undone + interrupted + "\n";
       continue;
     }
     if (c.scratch()) continue;  // a build output or a link that stays inside: allowed, and not an edit of the sources
@@ -463,6 +433,14 @@ void ToolSandbox::judge_command_changes(const AgentRoleSpec& role, const RunDirS
 void ToolSandbox::judge_interrupted_command() {
   const std::optional<CommandJournal> j = read_command_journal(config_.run_dir);
   if (!j) return;
+  // A gate's run (gate_watch.h): judged by the gate's rule, nothing outside the build trees may have changed.
+  if (j->gate) {
+    for (const Violation& v : judge_gate_changes(config_.run_dir, j->command, j->before, j->git_existed,
+                                                 " (judged when the run resumed: the process running the gate was interrupted)"))
+      record_violation(v);
+    clear_command_journal(config_.run_dir);
+    return;
+  }
   // The role's own write paths, from the CKB the run uses; without them nothing the command changed may stand.
   AgentRoleSpec role;
   role.id = j->role;
@@ -518,6 +496,9 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   // read for naught. run_isolated_command checks the same again.
   const bool must_confine = !hidden.empty() || config_.source_switch == SourceSwitch::off;
   require_isolation_for(command_isolation(), must_confine);
+  // A journal left by a gate or command of this process that was not judged (an exception between its run and its
+  // judgement) is judged first: this command's journal would replace it.
+  judge_interrupted_command();
   // .git is a scratch tree (and read-only) only when it is already there; one the command creates is judged like
   // any other path.
   std::error_code git_ec;
@@ -528,8 +509,7 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   // .metainfer/ (where the journal goes) exists first, so that it is among the read-only mounts.
   fs::create_directories(config_.run_dir / ".metainfer");
   std::vector<fs::path> overlays = protected_mount_points(config_.run_dir);
-  if (git_existed) overlays.push_back(config_.run_dir / ".git");
-  for (const auto& f : large_files(config_.run_dir, before)) overlays.push_back(f);
+  for (const auto& p : unrestorable_paths(config_.run_dir, before, git_existed)) overlays.push_back(p);
   // On disk before the command starts: if this process dies while it runs, the next sandbox on this run directory
   // judges what it changed (command_journal.h).
   write_command_journal(config_.run_dir, {role.id, command, git_existed, before, config_.source_switch});

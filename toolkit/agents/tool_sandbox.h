@@ -50,8 +50,9 @@ struct SandboxConfig {
 struct Violation {
   std::string role, tool, path;
   std::string rule;    // reference_path | foreign_signature | path_escape | protected_path | write_not_granted |
-                       // tool_not_granted | symlink | hard_link | delta_outside_knowledge, delta_changed_after_staging
-                       // (both recorded by the evolution workflow)
+                       // tool_not_granted | symlink | hard_link | gate_write (agent-written code a gate ran changed the
+                       // run directory: gate_watch.h) | delta_outside_knowledge, delta_changed_after_staging (both
+                       // recorded by the evolution workflow)
   std::string detail;
 };
 
@@ -103,16 +104,14 @@ class ToolSandbox {
   ToolOutcome write_content(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, const std::string& content);
   // For a run-directory path: the rule that forbids `role` to write it and why, or nothing when it may.
   std::optional<std::pair<std::string, std::string>> write_rule(const AgentRoleSpec& role, const std::string& rel) const;
-  // For a change a command made: a new hard link, or a symlink leading outside the run directory or to a protected
-  // path (the rule and why), or nothing.
-  std::optional<std::pair<std::string, std::string>> link_rule(const FileChange& c) const;
   void log_access(const AgentRoleSpec& role, const std::string& tool, const Resolved& r);
   // Judges what a command changed in the run directory since `before` (write paths, links, signatures), undoing and
   // counting what it refuses and adding the rest to out's edits; `interrupted` ("" or why) is appended to each
   // refusal's detail.
   void judge_command_changes(const AgentRoleSpec& role, const RunDirSnapshot& before, bool git_existed,
                              const std::string& interrupted, ToolOutcome& out, std::string& notes);
-  // The journal of a command whose process died mid-run (command_journal.h): its changes judged now.
+  // The journal of a command or gate whose process died mid-run (command_journal.h, gate_watch.h): its changes judged
+  // now.
   void judge_interrupted_command();
   // SWITCH=OFF content check; true when `text` may be handed over.
   bool clean_content(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, std::string_view text, ToolOutcome& out);

@@ -319,7 +319,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
   try {
     const ckb::Ckb ckb = ckb::load(ckb::default_ckb_dir());
     const Bounds bounds = acceptance_bounds(ckb);
-    const json plan = read_json_file(engine.dir / "plan.json");
+    const json plan = engine_plan(engine);  // checked against MANIFEST.json: a rewritten plan is no plan
     const fs::path checkpoint = engine.manifest.at("constraints").at("model").get<std::string>();
     const json engine_config = io::text_config_of(read_json_file(checkpoint / "config.json"));
     const std::string architecture = plan.at("model").at("architecture");
@@ -421,6 +421,26 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
         prompts.push_back({"long", mi::prompts::golden_prompt(7, reach, engine_config.value("vocab_size", 2)), new_tokens, std::nullopt});
     }
     g.evidence["skipped_prompts_beyond_max_context"] = skipped;
+    // Sources that are not the generator's (--allow-modified-sources: an agent-written engine) are judged on every
+    // prompt, none skipped or shortened for a small max_context: the fixed set's longest prompt and its new tokens,
+    // and every golden prompt of this shape (the engine's own trace, the second checkpoints'), must fit.
+    if (options.allow_modified_sources) {
+      int needed = bounds.long_prompt + bounds.new_tokens;
+      std::string longest = "the fixed prompt set (long_prompt " + std::to_string(bounds.long_prompt) + " + new_tokens " +
+                            std::to_string(bounds.new_tokens) + ")";
+      for (const auto& [dir, trace] : same_shape_cases)
+        for (const auto& p : trace.at("prompts")) {
+          const int n = int(p.at("prompt_ids").size() + p.at("greedy_ids").size());
+          if (n > needed) {
+            needed = n;
+            longest = "golden prompt " + dir.filename().string() + "/" + p.at("name").get<std::string>();
+          }
+        }
+      if (max_context < needed)
+        return finish(false, "max_context " + std::to_string(max_context) + " cannot hold the prompts acceptance judges: " + longest +
+                                 " needs " + std::to_string(needed) + " positions; an engine whose sources are not the generator's "
+                                 "(--allow-modified-sources) is judged on every prompt, none skipped");
+    }
     if (prompts.empty()) return finish(false, "no prompt fits the engine's max_context (" + std::to_string(max_context) + ")");
 
     // The engine and the oracle read the same bytes: the sandbox's copy (the user's file may change meanwhile).

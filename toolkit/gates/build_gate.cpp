@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "common/error.h"
 #include "gates/gates.h"
 #include "generator/manifest.h"
 #include "process/subprocess.h"
@@ -19,6 +20,21 @@ std::string check_executable(const generator::Engine& engine, const BuildRecord&
   if (sha != it->second)
     return "build/" + name + " has sha256 " + sha + ", not the " + it->second + " B0 built (replaced after the build)";
   return "";
+}
+
+nlohmann::json engine_plan(const generator::Engine& engine) {
+  const fs::path file = engine.dir / "plan.json";
+  std::string listed;
+  for (const auto& f : engine.manifest.value("files", nlohmann::json::array()))
+    if (f.value("path", "") == "plan.json") listed = f.value("sha256", "");
+  if (listed.empty()) fail(engine.dir.string(), ": MANIFEST.json lists no plan.json (the coverage plan the gates read)");
+  if (!fs::is_regular_file(fs::symlink_status(file))) fail(file.string(), ": missing (or not a regular file)");
+  const std::string text = generator::read_file(file);
+  if (const std::string sha = generator::sha256_hex(text); sha != listed)
+    fail(file.string(), ": sha256 ", sha, " differs from the ", listed, " MANIFEST.json lists: the plan was changed after the generator wrote it");
+  const nlohmann::json plan = nlohmann::json::parse(text, nullptr, false);
+  if (plan.is_discarded() || !plan.is_object()) fail(file.string(), ": not a JSON object");
+  return plan;
 }
 
 namespace {

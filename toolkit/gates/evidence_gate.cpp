@@ -46,7 +46,7 @@ GateResult evidence_gate(const generator::Engine& engine, const GateOptions& opt
   try {
     const ckb::Ckb ckb = ckb::load(ckb::default_ckb_dir());
     auto bound = [&](const char* key) { return gate_bound(ckb, "L3_performance", key); };
-    const json plan = json::parse(generator::read_file(engine.dir / "plan.json"));
+    const json plan = engine_plan(engine);  // checked against MANIFEST.json
     const fs::path checkpoint = engine.manifest.at("constraints").at("model").get<std::string>();
     const int vocab = plan.at("model").at("dims").value("vocab_size", 2);
     const int context = plan.at("constraints").value("max_context", 96);

@@ -40,6 +40,13 @@ struct BuildRecord {
 // "" when DIR/build/<name> hashes to what B0 recorded, else the problem.
 std::string check_executable(const generator::Engine& engine, const BuildRecord& record, const std::string& name);
 
+// DIR/plan.json, the coverage plan the engine was generated from (acceptance takes the architecture and max_context
+// from it, L3 the context and the model's dimensions), checked against the sha256 MANIFEST.json lists for it: the
+// manifest is hashed into the binary (L0 provenance), the plan is not. mi::Error when it is missing, not listed or
+// changed. L0 sources checks every file so, but runs only without allow_modified_sources: agent-written engines skip
+// it, and their plan must not be what their code rewrote.
+nlohmann::json engine_plan(const generator::Engine& engine);
+
 // L0 sources, before B0 builds anything of DIR: no test-only fault in the manifest; every file listed with a matching
 // sha256, none unlisted, each byte-identical to what the generator emits now for the manifest's constraints.
 GateResult sources_gate(const generator::Engine& engine);

@@ -84,21 +84,22 @@ TEST(AgentEngineStage, AgentCodeUnderTheGateCannotWriteIntoTheVerifiersOutput) {
   std::ofstream(run / "tests/stage_basic_execution_test.cpp") << "TEST(BasicExecution, Runs) {}\n";
   std::ofstream(run / "CMakeLists.txt") << "cmake_minimum_required(VERSION 3.16)\nproject(probe NONE)\n"
                                            "execute_process(COMMAND /bin/sh ${CMAKE_SOURCE_DIR}/probe.sh)\n";
-  // Walks up to the verifier and tries to open its stdout; says what happened in a file of the run directory.
+  // Walks up to the verifier and tries to open its stdout; says what happened in a file of the build tree (the one
+  // place in the run directory a gate may write: gate_watch.h).
   std::ofstream(run / "probe.sh") << "p=$$\n"
                                      "while [ \"$p\" -gt 1 ]; do\n"
                                      "  if [ \"$(cat /proc/$p/comm)\" = metainfer ]; then\n"
                                      "    if echo '{\"state\": \"PASSED:L1_stage:basic_execution\", \"gates\": []}' 2>/dev/null > /proc/$p/fd/1;\n"
-                                     "    then echo OPENED > probe-result.txt; else echo DENIED > probe-result.txt; fi\n"
+                                     "    then echo OPENED > build/probe-result.txt; else echo DENIED > build/probe-result.txt; fi\n"
                                      "    exit 0\n"
                                      "  fi\n"
                                      "  p=$(awk '{print $4}' /proc/$p/stat)\n"
                                      "done\n"
-                                     "echo NO-VERIFIER > probe-result.txt\n";
+                                     "echo NO-VERIFIER > build/probe-result.txt\n";
   write_protected_manifest(protected_manifest_path(run), snapshot_protected(run, default_protected_globs()));
   const GateOutcome g = engine_stage_gate({METAINFER_BINARY, METAINFER_SOURCE_DIR, 120})(run, "basic_execution");
   EXPECT_FALSE(g.passed) << g.evidence;
-  EXPECT_EQ(slurp(run / "probe-result.txt"), "DENIED\n") << g.evidence;
+  EXPECT_EQ(slurp(run / "build/probe-result.txt"), "DENIED\n") << g.evidence;
 }
 
 TEST(AgentEngineStage, RepairsABrokenKernelUnderTheRealStageGate) {

@@ -6,11 +6,13 @@
 // evidence reach the second round, the repair passes, the later stages pass (each gate rerunning the earlier stages),
 // and the final gates accept the agent-written engine at PASS_VERIFIED. The orchestrator writes the strategy first and
 // the experiment summariser the report last. A silent implementer fails its stage: the draft is not handed over.
-// Then an agent-written engine that emits wrong tokens, built by the same final gates, fails acceptance.
+// Then an agent-written engine that emits wrong tokens, built by the same final gates, fails acceptance, and so do one
+// laid down for a context too short for the golden prompts and one whose plan was rewritten.
 // Slow: the first test builds the engine five times (four stage gates and the final gates; about a minute each on
-// two cores with a warm ccache), the second tries once (the build fails early), the third once.
+// two cores with a warm ccache), the second tries once (the build fails early), the third once, the fourth twice.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
 #include <map>
 
@@ -220,6 +222,32 @@ TEST(AgentGenerate, AgentWrittenEngineEmittingWrongTokensFailsAcceptance) {
   // Built in the isolation of agents' commands; the host only hashed that build before running the binary.
   EXPECT_NE(f.evidence.find("confined build: verification state: PASSED:B0_build"), std::string::npos) << f.evidence;
   EXPECT_NE(f.evidence.find("as the confined build left it (not built here)"), std::string::npos) << f.evidence;
+}
+
+// The final gates judge an agent-written engine on every prompt, with the plan the generator wrote: an engine laid
+// down for a context too short for the golden prompts fails acceptance (the knowledge backend's engines may skip
+// those prompts; agent-written sources may not), and a plan rewritten to a context that would hold them (as agent code
+// run by a gate once could) is no plan: it must match the sha256 MANIFEST.json lists for it.
+TEST(AgentGenerate, TheFinalGatesRefuseAShortContextAndARewrittenPlan) {
+  mi_test::TempDir dir("agents-final-plan");
+  const fs::path engine = dir / "engine";
+  const auto gen = mi_test::metainfer({"generate", "--model", mi_test::golden("qwen3-tiny").string(), "--platform", "x86-64-avx2",
+                                       "--max-context", "64", "-o", engine.string(), "--no-verify"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+  const FinalGatesOutcome short_context = engine_final_gates({METAINFER_BINARY, METAINFER_SOURCE_DIR, 1800}, engine, 2);
+  EXPECT_FALSE(short_context.passed);
+  EXPECT_EQ(short_context.state, "FAILED:PASS_VERIFIED") << short_context.evidence;
+  EXPECT_NE(short_context.evidence.find("max_context 64 cannot hold the prompts acceptance judges"), std::string::npos) << short_context.evidence;
+
+  std::string plan = slurp(engine / "plan.json");
+  const std::string from = "\"max_context\": 64", to = "\"max_context\": 512";
+  ASSERT_NE(plan.find(from), std::string::npos) << plan;
+  plan.replace(plan.find(from), from.size(), to);
+  std::ofstream(engine / "plan.json") << plan;
+  const FinalGatesOutcome rewritten = engine_final_gates({METAINFER_BINARY, METAINFER_SOURCE_DIR, 1800}, engine, 2);
+  EXPECT_FALSE(rewritten.passed);
+  EXPECT_EQ(rewritten.state, "FAILED:PASS_VERIFIED") << rewritten.evidence;
+  EXPECT_NE(rewritten.evidence.find("the plan was changed after the generator wrote it"), std::string::npos) << rewritten.evidence;
 }
 
 }  // namespace

@@ -377,7 +377,7 @@ TEST(AgentSandbox, CommandsCannotLeaveHardLinksOrEscapingSymlinks) {
 TEST(AgentSandbox, CommandEditsAreCountedAndChangesOutsideTheWritePathsUndone) {
   if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "no isolation here: run_command refuses";
   World w;
-  write(w.run / "plan.json", "{\"covered\": true}\n");
+  write(w.run / "constraints.toml", "max_context = 512\n");
   write(w.run / "build/CMakeCache.txt", "old\n");
   SandboxConfig cfg = w.config();
   cfg.reference_paths.clear();  // the unshare fallback may run commands when there is no reference to hide
@@ -393,17 +393,18 @@ TEST(AgentSandbox, CommandEditsAreCountedAndChangesOutsideTheWritePathsUndone) {
   EXPECT_EQ(slurp(w.run / "build/CMakeCache.txt"), "new\n");
 
   const ToolOutcome bad = sb.call(impl, "run_command",
-                                  {{"command", "echo forged > exploration.md; echo '{}' > plan.json; rm src/new.cpp"}});
+                                  {{"command", "echo forged > exploration.md; echo 'max_context = 2' > constraints.toml; rm src/new.cpp"}});
   EXPECT_TRUE(bad.violation) << bad.output;
   EXPECT_FALSE(fs::exists(w.run / "exploration.md"));
-  EXPECT_EQ(slurp(w.run / "plan.json"), "{\"covered\": true}\n");
+  EXPECT_EQ(slurp(w.run / "constraints.toml"), "max_context = 512\n");
   EXPECT_FALSE(fs::exists(w.run / "src/new.cpp"));  // inside the write paths: a removal is an edit
   EXPECT_EQ(bad.edits, 1);
   EXPECT_EQ(bad.lines_removed, 2);
   ASSERT_EQ(sb.violations().size(), 2u);
-  EXPECT_EQ(sb.violations()[0].path, "exploration.md");
+  EXPECT_EQ(sb.violations()[0].path, "constraints.toml");  // in path order
   EXPECT_EQ(sb.violations()[0].rule, "write_not_granted");
-  EXPECT_EQ(sb.violations()[1].path, "plan.json");
+  EXPECT_EQ(sb.violations()[1].path, "exploration.md");
+  EXPECT_EQ(sb.violations()[1].rule, "write_not_granted");
 }
 
 TEST(AgentSandbox, TheUnshareFallbackIsRefusedWhenItCannotHideTheReferences) {

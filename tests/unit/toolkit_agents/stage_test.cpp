@@ -87,7 +87,8 @@ TEST(AgentStage, PassesAfterOneRepairRoundWithTheEvidenceFedBack) {
 TEST(AgentStage, ImplementerTamperingThroughItsShellIsUndoneAndCounted) {
   if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "run_command needs isolation";
   StageWorld w;
-  write(w.run / "gates/kernel.sh", std::string("touch gate-ran\n") + kGate);
+  // The gate leaves a mark in its build tree, the one place a gate may write (gate_watch.h).
+  write(w.run / "gates/kernel.sh", std::string("mkdir -p build && touch build/gate-ran\n") + kGate);
   write_protected_manifest(protected_manifest_path(w.run), snapshot_protected(w.run, default_protected_globs()));
   const std::string tamper =
       "echo 'anything goes' > tests/kernel_contract.txt; mkdir -p test_contracts && echo weakened > test_contracts/kernel.toml; "
@@ -102,7 +103,7 @@ TEST(AgentStage, ImplementerTamperingThroughItsShellIsUndoneAndCounted) {
   EXPECT_EQ(r.state, "FAILED") << r.detail;  // judged, on untouched contracts: src/kernel.cpp was never written
   ASSERT_EQ(r.rounds.size(), 1u);
   EXPECT_EQ(r.rounds[0].gate, "FAILED");
-  EXPECT_TRUE(fs::exists(w.run / "gate-ran"));
+  EXPECT_TRUE(fs::exists(w.run / "build/gate-ran"));
   EXPECT_EQ(slurp(w.run / "tests/kernel_contract.txt"), "scale() returns 2\n");
   EXPECT_FALSE(fs::exists(w.run / "test_contracts/kernel.toml"));
   EXPECT_FALSE(fs::is_symlink(w.run / "test_contracts/link.toml"));
