@@ -166,9 +166,11 @@ FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path&
   // B0 compiles agent-written code, which could #include (or .incbin) a reference tree by its absolute path: it runs
   // in the isolation of the stage gate, with the same paths hidden, and no agent acts between it and the gates below.
   const VerifierRun build = run_verifier(o, engine_dir, "B0_build", threads);
-  if (!build.report || build.exit_code != 0 || build.report->value("state", "") != "PASSED:B0_build") {
+  // A build that changed the engine directory outside build/ fails too, whatever its report says (gate_watch.h).
+  if (!build.report || build.exit_code != 0 || build.report->value("state", "") != "PASSED:B0_build" || !build.violations.empty()) {
     out.state = "FAILED:B0_build";
-    out.evidence = process::tail("the confined build (B0 in the isolation of agents' commands) failed:\n" +
+    out.evidence = process::tail(describe_gate_violations("verify --only B0_build", build.violations) +
+                                     "the confined build (B0 in the isolation of agents' commands) failed:\n" +
                                      (build.report ? evidence_of(*build.report) : verifier_failure(o, build)),
                                  o.max_evidence_bytes);
     return out;
