@@ -25,7 +25,7 @@ std::vector<std::string> candidates(const std::string& word) {
   return out;
 }
 
-bool names_tree(const fs::path& absolute, const fs::path& ref) {
+bool names_tree(const fs::path& absolute, const fs::path& ref, bool wildcard_reach) {
   // Split at the first segment with a wildcard; without one, the whole path is resolved and compared.
   fs::path prefix;
   std::string wildcard;
@@ -38,7 +38,7 @@ bool names_tree(const fs::path& absolute, const fs::path& ref) {
   }
   const fs::path base = canonical_or_lexical(prefix);
   if (path_within(base, ref)) return true;
-  if (wildcard.empty() || !path_within(ref, base)) return false;
+  if (!wildcard_reach || wildcard.empty() || !path_within(ref, base)) return false;
   // The tree lies below the fixed part: does the wildcard segment match the next segment on the way to it?
   const fs::path next = *ref.lexically_relative(base).begin();
   return ::fnmatch(wildcard.c_str(), next.c_str(), FNM_PERIOD) == 0;
@@ -87,16 +87,37 @@ std::vector<std::string> shell_words(const std::string& command) {
   return words;
 }
 
-std::optional<fs::path> named_reference_tree(const std::string& command, const fs::path& cwd, const std::vector<fs::path>& references) {
+std::optional<fs::path> named_reference_tree(const std::string& command, const fs::path& cwd, const std::vector<fs::path>& references,
+                                             bool wildcard_reach) {
   if (references.empty()) return std::nullopt;
   for (const std::string& word : shell_words(command))
     for (const std::string& c : candidates(word)) {
       if (c.empty()) continue;
       const fs::path absolute = fs::path(c).is_absolute() ? fs::path(c) : cwd / c;
       for (const fs::path& ref : references)
-        if (names_tree(absolute, ref)) return ref;
+        if (names_tree(absolute, ref, wildcard_reach)) return ref;
     }
   return std::nullopt;
+}
+
+bool wildcard_may_name(const std::string& command, const fs::path& cwd, const fs::path& path) {
+  const fs::path target = path.lexically_normal();
+  for (const std::string& word : shell_words(command))
+    for (const std::string& c : candidates(word)) {
+      if (!has_wildcard(c)) continue;
+      const fs::path pattern = (fs::path(c).is_absolute() ? fs::path(c) : cwd / c).lexically_normal();
+      auto p = pattern.begin(), t = target.begin();
+      bool match = true;
+      for (; p != pattern.end() && t != target.end(); ++p, ++t)
+        if (p->empty() != t->empty() || ::fnmatch(p->c_str(), t->c_str(), FNM_PERIOD) != 0) {
+          match = false;
+          break;
+        }
+      // A trailing '/' leaves an empty last segment: "dir/*/" names directories only, still the same depth.
+      if (match && p != pattern.end() && p->empty()) ++p;
+      if (match && p == pattern.end() && t == target.end()) return true;
+    }
+  return false;
 }
 
 }  // namespace mi::agents

@@ -25,7 +25,16 @@ bool path_within(const std::filesystem::path& path, const std::filesystem::path&
 std::vector<std::string> shell_words(const std::string& command);
 
 // The first reference tree (as given in `references`, which must be canonical) that `command`, run in `cwd`, names.
+// wildcard_reach = false drops the conservative rule for wildcards: a word names a tree only when its part before the
+// first wildcard lies in it (`cat transcripts/*` names transcripts/, `grep x *` does not), for paths that lie where
+// ordinary commands glob (the workflow's records at the top of the run directory).
 std::optional<std::filesystem::path> named_reference_tree(const std::string& command, const std::filesystem::path& cwd,
-                                                          const std::vector<std::filesystem::path>& references);
+                                                          const std::vector<std::filesystem::path>& references,
+                                                          bool wildcard_reach = true);
+
+// Whether a word of `command` with a wildcard, resolved against `cwd`, could match exactly `path` (segment by segment,
+// a leading '.' matched only by a '.'), so that the shell's expansion of it explains an access to `path`
+// (`grep x *` opening metrics.json). Lexical: no symlinks are resolved.
+bool wildcard_may_name(const std::string& command, const std::filesystem::path& cwd, const std::filesystem::path& path);
 
 }  // namespace mi::agents

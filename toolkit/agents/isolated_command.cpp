@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <optional>
+#include <random>
 
 #include <stdlib.h>
 
+#include "agents/protected_files.h"
 #include "agents/system_references.h"
 #include "common/error.h"
 #include "process/subprocess.h"
@@ -60,8 +63,9 @@ std::vector<std::string> bwrap_prefix(const fs::path& run_dir, const std::vector
 // back to the host's mounts), a private /tmp, the run directory writable, the --readonly paths read-only, the
 // --overlay paths (inside the run directory) read-only over it and the --hide paths covered (a directory by an empty
 // tmpfs with mode 000, a file by /dev/null). Then it chroots there and setpriv drops every capability (bounding set
-// included, no_new_privs) before the shell starts in the run directory, so nothing the command runs can undo a mount
-// or leave the chroot. Any mount that fails ends the script with status 125 before the command runs.
+// included, no_new_privs) before the shell starts (SHELL_COMMAND changes to the run directory first: chroot leaves
+// it at /), so nothing the command runs can undo a mount or leave the chroot. Any mount that fails ends the script
+// with status 125 before the command runs.
 // Arguments: ROOT RUN_DIR --readonly PATH... --overlay PATH... --hide PATH... -- SHELL_COMMAND.
 constexpr const char* kRootScript = R"SH(fail() { echo "isolation: $1; the command was not run" >&2; exit 125; }
 R=$1; run_dir=$2; shift 2
@@ -108,9 +112,8 @@ while [ $# -gt 0 ]; do
         fail "cannot cover $p" ;;
   esac
 done
-cd_run="cd $(printf %q "$run_dir") || exit 125; "
 chroot_bin=$(PATH=/usr/sbin:/sbin:/usr/bin:/bin command -v chroot) || fail "no chroot program"
-exec "$chroot_bin" "$R" /usr/bin/setpriv --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- /bin/bash -c "$cd_run$1")SH";
+exec "$chroot_bin" "$R" /usr/bin/setpriv --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- /bin/bash -c "$1")SH";
 
 struct FallbackMounts {
   std::vector<fs::path> readonly, overlays, hidden;
@@ -144,6 +147,37 @@ struct RootMountPoint {
     fs::remove(path, ec);
   }
 };
+
+// A host directory for the audit's log, out of every command's sight (commands get a private /tmp), removed after.
+struct AuditDir {
+  fs::path path;
+  AuditDir() {
+    std::string tmpl = (fs::temp_directory_path() / "metainfer-audit-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) fail("run_command: cannot create a directory for the audit log");
+    path = tmpl;
+  }
+  ~AuditDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// A random tag for the command shell's argv, which tells the command's processes from the isolation's in the audit.
+std::string audit_tag() {
+  static std::random_device device;
+  static std::mt19937_64 rng((std::uint64_t(device()) << 32) ^ device());
+  static const char* hex = "0123456789abcdef";
+  std::string s = "mi-audit-";
+  std::uint64_t x = rng();
+  for (int i = 0; i < 16; ++i, x >>= 4) s += hex[x & 15];
+  return s;
+}
+
+std::string single_quoted(const std::string& s) {
+  std::string out = "'";
+  for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
 
 Isolation probe_bubblewrap() {
   std::vector<std::string> probe = bwrap_prefix("/tmp", {});
@@ -201,7 +235,7 @@ CommandResult run_isolated_command(const std::string& command, const fs::path& r
                                    const std::vector<fs::path>& readonly_dirs, double timeout_s,
                                    std::size_t max_output_bytes, const std::vector<fs::path>& hidden,
                                    const std::vector<fs::path>& readonly_overlays,
-                                   const std::map<std::string, std::string>& extra_env, bool must_confine) {
+                                   const std::map<std::string, std::string>& extra_env, bool must_confine, bool audit) {
   const Isolation& iso = command_isolation();
   if (iso.kind == IsolationKind::none)
     fail("run_command: refused, no way to run a command without network here (needs bubblewrap or `unshare -n`)");
@@ -213,13 +247,20 @@ CommandResult run_isolated_command(const std::string& command, const fs::path& r
   std::vector<fs::path> hidden_paths = hidden;
   for (const auto& t : host_system_reference_trees())
     if (std::find(hidden_paths.begin(), hidden_paths.end(), t) == hidden_paths.end()) hidden_paths.push_back(t);
+  // The workflow's records, where they exist (a missing one has nothing to hide, and a mount needs its target).
+  for (const auto& r : hidden_record_paths(run_dir))
+    if (std::error_code ec; fs::exists(fs::symlink_status(r, ec)) && std::find(hidden_paths.begin(), hidden_paths.end(), r) == hidden_paths.end())
+      hidden_paths.push_back(r);
   if (!hidden_paths.empty() && !iso.hides_paths)
-    fail("run_command: refused: paths must be hidden from this command (reference trees), but '", iso.description,
-         "' cannot hide them");
+    fail("run_command: refused: paths must be hidden from this command (reference trees, the workflow's records), but '",
+         iso.description, "' cannot hide them");
   // The command travels in the environment, so no quoting of it into a shell string is needed. pipefail: the
-  // status is the command's, not tail's. One byte over the limit tells us the output was cut.
-  const std::string shell = "set -o pipefail; ( eval \"$MI_AGENT_COMMAND\" ) 2>&1 < /dev/null | tail -c " +
-                            std::to_string(max_output_bytes + 1);
+  // status is the command's, not tail's. One byte over the limit tells us the output was cut. The tag comes first,
+  // where strace's shortened argv still shows it.
+  const std::string tag = audit_tag();
+  const std::string body = "set -o pipefail; ( eval \"$MI_AGENT_COMMAND\" ) 2>&1 < /dev/null | tail -c " +
+                           std::to_string(max_output_bytes + 1);
+  const std::string shell = ": " + tag + "; " + body;
   std::vector<std::string> argv;
   std::optional<RootMountPoint> root;  // the fallback's: kept until the command is done
   if (iso.kind == IsolationKind::bubblewrap) {
@@ -227,10 +268,18 @@ CommandResult run_isolated_command(const std::string& command, const fs::path& r
     argv.insert(argv.end(), {"/bin/bash", "-c", shell});
   } else if (iso.hides_paths) {
     root.emplace();
+    const std::string in_run_dir = ": " + tag + "; cd " + single_quoted(run_dir.string()) + " || exit 125; " + body;
     argv = fallback_prefix(iso.description.rfind("unshare -r ", 0) == 0, root->path, run_dir,
-                           {readonly_dirs, readonly_overlays, hidden_paths}, shell);
+                           {readonly_dirs, readonly_overlays, hidden_paths}, in_run_dir);
   } else {
     argv = {"unshare", iso.description.rfind("unshare -rn", 0) == 0 ? "-rn" : "-n", "/bin/bash", "-c", shell};
+  }
+  std::optional<AuditDir> audit_dir;
+  if (audit && command_audit_available()) {
+    audit_dir.emplace();
+    std::vector<std::string> traced = command_audit_prefix(audit_dir->path / "strace.log");
+    traced.insert(traced.end(), argv.begin(), argv.end());
+    argv = std::move(traced);
   }
   process::RunOptions opts;
   opts.cwd = run_dir;
@@ -250,6 +299,12 @@ CommandResult run_isolated_command(const std::string& command, const fs::path& r
   out.timed_out = r.timed_out;
   out.wall_s = r.wall_s;
   out.output = r.out;
+  out.hidden = hidden_paths;
+  if (audit_dir) {
+    std::ifstream log(audit_dir->path / "strace.log");
+    out.audited = true;
+    out.accesses = audited_accesses(log, tag, run_dir, root ? root->path : fs::path(), &hidden_paths);
+  }
   if (out.output.size() > max_output_bytes) {
     out.truncated = true;
     out.output = out.output.substr(out.output.size() - max_output_bytes);

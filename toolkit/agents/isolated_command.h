@@ -21,10 +21,10 @@
 // without bubblewrap, or whose bubblewrap misbehaves, can still run the SWITCH=OFF regeneration, with the same view).
 // Where that cannot be set up (plain `unshare -n` only: no mount or PID namespace), the fallback cannot hide
 // anything and the whole host file system is readable: a command with hidden paths is refused, and
-// require_isolation_for (called by run_isolated_command itself) refuses agents' commands whenever the source switch
-// is OFF or anything must be hidden (SWITCH=ON lets the explorer read references; the explorer has no shell, and no
-// other role may read them), and the gates' commands (script gates, the engine gate's verifier) always. With no
-// isolation at all, commands are refused: running an agent's shell with network access is not an option.
+// require_isolation_for (called by run_isolated_command itself) refuses agents' commands (they always have the
+// workflow's records to hide, under either switch) and the gates' commands (script gates, the engine gate's
+// verifier) alike. With no isolation at all, commands are refused: running an agent's shell with network access is
+// not an option.
 //
 // METAINFER_AGENT_ISOLATION=unshare skips bubblewrap and uses the fallback (tests of the fallback; hosts whose
 // bubblewrap misbehaves); =bubblewrap uses bubblewrap or nothing; =unshare-net uses plain `unshare -n` (tests that
@@ -35,11 +35,20 @@
 //
 // Output: stdout and stderr merged, only the last max_output_bytes kept (a build's error is at its end), via
 // `tail -c` inside the sandbox so a runaway writer cannot fill our memory.
+//
+// The workflow's hidden records in run_dir (protected_files.h: transcripts/, .metainfer/, metrics.json, summary.md)
+// are hidden from every command and gate like the system's foreign sources, whatever the caller passes: a transcript
+// holds every tool result of every role (the explorer's reference reads under SWITCH=ON among them).
+//
+// With `audit`, the command runs under strace (command_audit.h; outside the isolation, so the command can neither see
+// nor change the log) and the result carries every path its processes named; without strace, `audited` is false.
 #pragma once
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "agents/command_audit.h"
 
 namespace mi::agents {
 
@@ -68,18 +77,22 @@ struct CommandResult {
   bool truncated = false;
   std::string output;
   double wall_s = 0;
+  std::vector<std::filesystem::path> hidden;  // every path hidden from the command (the caller's, the system's, the records)
+  bool audited = false;                       // audit asked for and strace available: `accesses` is what it saw
+  std::vector<FileAccess> accesses;
 };
 
-// Throws mi::Error when no isolation works here, when hidden_paths is not empty and the isolation cannot hide them, or
-// when `must_confine` and the isolation does not confine the file system (require_isolation_for). must_confine is
-// true unless the caller knows the host's file system may be seen: only an agent's command with the source switch ON
-// and nothing to hide (run_command) passes false. The gates run agent-written code and do not know the switch of the
-// round, so they always confine.
+// Throws mi::Error when no isolation works here, when anything must be hidden (hidden_paths, the system's foreign
+// sources, the records in run_dir) and the isolation cannot hide it, or when `must_confine` and the isolation does
+// not confine the file system (require_isolation_for). must_confine is true unless the caller knows the host's file
+// system may be seen; no caller passes false any more: agents' commands always have the workflow's records to hide,
+// and the gates run agent-written code without knowing the switch of the round.
 CommandResult run_isolated_command(const std::string& command, const std::filesystem::path& run_dir,
                                    const std::vector<std::filesystem::path>& readonly_dirs, double timeout_s,
                                    std::size_t max_output_bytes,
                                    const std::vector<std::filesystem::path>& hidden_paths = {},
                                    const std::vector<std::filesystem::path>& readonly_overlays = {},
-                                   const std::map<std::string, std::string>& extra_env = {}, bool must_confine = true);
+                                   const std::map<std::string, std::string>& extra_env = {}, bool must_confine = true,
+                                   bool audit = false);
 
 }  // namespace mi::agents

@@ -23,16 +23,34 @@ const std::vector<std::string>& workflow_record_globs() {
   return globs;
 }
 
-std::vector<fs::path> protected_mount_points(const fs::path& run_dir) {
+const std::vector<std::string>& hidden_record_globs() {
+  static const std::vector<std::string> globs = {".metainfer/**", "transcripts/**", "metrics.json", "summary.md"};
+  return globs;
+}
+
+bool is_hidden_record(const std::string& rel) { return path_glob_any(hidden_record_globs(), rel); }
+
+namespace {
+
+// Each glob's part before its first wildcard, as a path under run_dir.
+std::vector<fs::path> fixed_parts(const fs::path& run_dir, const std::vector<std::string>& globs) {
   std::vector<fs::path> out;
-  std::vector<std::string> globs = default_protected_globs();
-  for (const auto& g : workflow_record_globs()) globs.push_back(g);
   for (const auto& g : globs) {
     std::string fixed = g.substr(0, g.find_first_of("*?"));
     if (fixed.size() != g.size()) fixed = fixed.substr(0, fixed.find_last_of('/') == std::string::npos ? 0 : fixed.find_last_of('/'));
     if (!fixed.empty()) out.push_back(run_dir / fixed);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<fs::path> hidden_record_paths(const fs::path& run_dir) { return fixed_parts(run_dir, hidden_record_globs()); }
+
+std::vector<fs::path> protected_mount_points(const fs::path& run_dir) {
+  std::vector<std::string> globs = default_protected_globs();
+  for (const auto& g : workflow_record_globs()) globs.push_back(g);
+  return fixed_parts(run_dir, globs);
 }
 
 fs::path protected_manifest_path(const fs::path& run_dir) { return run_dir / ".metainfer" / "protected.json"; }

@@ -18,6 +18,18 @@ const std::vector<std::string>& default_protected_globs();
 // The workflow's own records (transcripts, gate reports, metrics, violation logs, this manifest): never writable by an agent
 // either, but not hashed, because the workflow itself appends to them while agents run.
 const std::vector<std::string>& workflow_record_globs();
+// The records no agent may read either: every record but the gate reports (reports/**, the evidence the implementer and
+// the failure analyst are told to read). Transcripts hold every tool result of every role, the explorer's reads of
+// reference trees under SWITCH=ON included; the logs and metrics name what was refused and where the references lie.
+// No tool hands them over (read_file, list_dir, search_ckb), and they are hidden from every isolated command and gate
+// run (isolated_command.h). Roles communicate through their own files (strategy/, exploration/, review/, failure/,
+// ckb_delta/, experiment/) and the gate reports; the experiment summariser gets the measured figures in its task.
+const std::vector<std::string>& hidden_record_globs();
+// Whether `rel` (run-directory relative, '/'-separated) is a hidden record or one of their directories.
+bool is_hidden_record(const std::string& rel);
+// For each hidden-record glob, its part before the first wildcard (".metainfer/**" -> run_dir/.metainfer,
+// "metrics.json" -> run_dir/metrics.json), whether or not it exists.
+std::vector<std::filesystem::path> hidden_record_paths(const std::filesystem::path& run_dir);
 
 struct ProtectedManifest {
   std::map<std::string, std::string> sha256;  // relative path -> sha256 (a symlink: "symlink:" + its target)

@@ -14,22 +14,63 @@ const std::vector<ForeignSignature>& foreign_signatures() {
       {"vLLM", "from vllm.", true},
       {"vLLM", "from vllm import", true},
       {"vLLM", "import vllm", true},
-      // SGLang: its copyright line and package imports.
+      // vLLM's C++/CUDA sources (csrc/): the copyright line of its kernels, its namespace and qualified names, its
+      // dtype-dispatch macros, and the op-registration header and macro of its extension.
+      {"vLLM", "The vLLM team", false},
+      {"vLLM", "namespace vllm", true},
+      {"vLLM", "vllm::", false},
+      {"vLLM", "VLLM_DISPATCH_", false},
+      {"vLLM", "#include \"core/registration.h\"", true},
+      {"vLLM", "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME", false},
+      // SGLang: its copyright line (also on sgl-kernel's C++/CUDA files) and package imports.
       {"SGLang", "SGLang Team", false},
       {"SGLang", "from sglang.", true},
       {"SGLang", "from sglang import", true},
       {"SGLang", "import sglang", true},
-      // llama.cpp: its own headers (ggml*.h, llama*.h) included by name.
+      // sgl-kernel: its own headers included by name, its torch op library, its Python package.
+      {"SGLang", "#include \"sgl_kernel", true},
+      {"SGLang", "TORCH_LIBRARY_FRAGMENT(sgl_kernel", false},
+      {"SGLang", "TORCH_LIBRARY_EXPAND(sgl_kernel", false},
+      {"SGLang", "from sgl_kernel", true},
+      {"SGLang", "import sgl_kernel", true},
+      // llama.cpp: its own headers (ggml*.h, llama*.h, gguf*.h) included by name.
       {"llama.cpp", "#include \"ggml", true},
       {"llama.cpp", "#include \"llama", true},
+      {"llama.cpp", "#include \"gguf", true},
       {"llama.cpp", "#include <ggml", true},
+      {"llama.cpp", "#include <llama", true},
+      {"llama.cpp", "#include <gguf", true},
+      // ggml's and llama.cpp's sources themselves (a header or a .c/.cu file of the library includes its siblings
+      // under other names): the licence line, the export and assertion macros, the core structs, the backend and
+      // CUDA-backend function prefixes.
+      {"llama.cpp", "The ggml authors", false},
+      {"llama.cpp", "GGML_API ", false},
+      {"llama.cpp", "LLAMA_API ", false},
+      {"llama.cpp", "GGML_ASSERT(", false},
+      {"llama.cpp", "struct ggml_tensor", false},
+      {"llama.cpp", "struct ggml_context", false},
+      {"llama.cpp", "ggml_backend_", false},
+      {"llama.cpp", "ggml_cuda_", false},
+      // llama.cpp's Python side: its gguf package (gguf-py, the converters) and the llama-cpp-python bindings.
+      {"llama.cpp", "from gguf import", true},
+      {"llama.cpp", "from gguf.", true},
+      {"llama.cpp", "import gguf", true},
+      {"llama.cpp", "from llama_cpp", true},
+      {"llama.cpp", "import llama_cpp", true},
       // transformers: the licence header of its modelling files and its package imports, including the relative
-      // imports its model files use.
+      // imports its model files use (modules only transformers has at that depth).
       {"transformers", "The HuggingFace Inc. team", false},
       {"transformers", "The HuggingFace Team", false},
       {"transformers", "from transformers", true},
       {"transformers", "import transformers", true},
       {"transformers", "from ...modeling_utils import", true},
+      {"transformers", "from ...modeling_outputs import", true},
+      {"transformers", "from ...modeling_rope_utils import", true},
+      {"transformers", "from ...modeling_attn_mask_utils import", true},
+      {"transformers", "from ...modeling_flash_attention_utils import", true},
+      {"transformers", "from ...configuration_utils import", true},
+      {"transformers", "from ...cache_utils import", true},
+      {"transformers", "from ...activations import", true},
   };
   return list;
 }

@@ -3,9 +3,12 @@
 // signature of a foreign inference framework, wherever it lies. SWITCH=ON: only the explorer may read the reference
 // trees, and every such read is logged.
 //
-// The signatures are deliberately few and specific, so that our own sources never trip them: licence/copyright
-// lines the projects put at the top of their files, and import/include lines that only their own modules (or code
-// built on them) contain. A marker with line_start must open a line (after indentation); the others may appear
+// The signatures are deliberately specific, so that our own sources never trip them: licence/copyright lines the
+// projects put at the top of their files, import/include lines that only their own modules (or code built on them)
+// contain, and for their C++/CUDA sources (vLLM's csrc/, sgl-kernel, ggml and llama.cpp) namespaces, macro and
+// function prefixes and op-registration lines that only they use (`namespace vllm`, VLLM_DISPATCH_, `GGML_API `,
+// `ggml_backend_`, TORCH_LIBRARY_FRAGMENT(sgl_kernel, ...). Written from what identifies each project, not copied
+// from it. A marker with line_start must open a line (after indentation); the others may appear
 // anywhere. This is not a plagiarism detector: it stops the obvious route of reading the frameworks' files, and the
 // configured reference paths stop the rest of a known checkout.
 #pragma once

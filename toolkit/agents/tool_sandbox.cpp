@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agents/change_judge.h"
+#include "agents/command_audit.h"
 #include "agents/command_journal.h"
 #include "agents/command_paths.h"
 #include "agents/gate_watch.h"
@@ -21,6 +22,7 @@
 #include "agents/protected_files.h"
 #include "agents/run_dir_snapshot.h"
 #include "agents/signature_files.h"
+#include "agents/system_references.h"
 #include "common/error.h"
 
 namespace mi::agents {
@@ -158,6 +160,15 @@ void ToolSandbox::record_violation(const Violation& v) {
 bool ToolSandbox::may_read(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, ToolOutcome& out) {
   switch (r.area) {
     case Area::run:
+      // The workflow's records hold every role's tool results (the explorer's reference reads among them): no role
+      // reads them, whatever the switch (protected_files.h).
+      if (is_hidden_record(r.shown)) {
+        out = refuse(role, tool, r.shown, "workflow_record",
+                     r.shown + " is a record of the workflow (transcripts, logs, metrics); no agent may read it. Roles "
+                               "communicate through their own files (strategy/, exploration/, review/, failure/, ckb_delta/) and the gate reports under reports/");
+        return false;
+      }
+      return true;
     case Area::ckb:
       return true;
     case Area::outside:
@@ -284,7 +295,11 @@ ToolOutcome ToolSandbox::list_dir(const AgentRoleSpec& role, const json& a) {
   if (!may_read(role, "list_dir", r, out)) return out;
   if (!fs::is_directory(r.path)) return error(r.shown + ": not a directory");
   std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(r.path)) names.push_back(e.path().filename().string() + (e.is_directory() ? "/" : ""));
+  for (const auto& e : fs::directory_iterator(r.path)) {
+    // The workflow's records are out of sight: listed, they would only invite a refused read.
+    if (const Resolved entry = resolve(e.path().string()); entry.area == Area::run && is_hidden_record(entry.shown)) continue;
+    names.push_back(e.path().filename().string() + (e.is_directory() ? "/" : ""));
+  }
   std::sort(names.begin(), names.end());
   out = {true, false, ""};
   for (const auto& n : names) out.output += n + "\n";
@@ -337,6 +352,7 @@ ToolOutcome ToolSandbox::search_ckb(const AgentRoleSpec& role, const json& a) {
     const std::string text = read_all(f);
     if (lower(text).find(q) == std::string::npos) continue;
     const Resolved r = resolve(f.string());
+    if (r.area == Area::run && is_hidden_record(r.shown)) continue;  // a CKB inside the run directory: records stay out of sight
     ToolOutcome refused;
     if (!may_read(role, "search_ckb", r, refused) || !clean_content(role, "search_ckb", r, text, refused)) continue;
     std::istringstream lines(text);
@@ -460,6 +476,44 @@ void ToolSandbox::judge_interrupted_command() {
   clear_command_journal(config_.run_dir);
 }
 
+void ToolSandbox::judge_audited_accesses(const AgentRoleSpec& role, const std::string& command, const CommandResult& r,
+                                         const std::vector<std::pair<fs::path, std::string>>& foreign, ToolOutcome& out,
+                                         std::string& notes) {
+  std::vector<HiddenPath> hidden;
+  std::error_code ec;
+  for (const fs::path& h : r.hidden) {
+    HiddenPath p{h, !fs::is_regular_file(h, ec), "", ""};
+    const auto f = std::find_if(foreign.begin(), foreign.end(), [&](const auto& x) { return x.first == h; });
+    const std::string rel = path_within(h, config_.run_dir) ? h.lexically_relative(config_.run_dir).generic_string() : "";
+    if (std::find(references_.begin(), references_.end(), h) != references_.end()) {
+      p.rule = "reference_path";
+      p.shown = h.string() + ", a reference source tree";
+    } else if (f != foreign.end()) {
+      p.rule = "foreign_signature";
+      p.shown = f->second;
+    } else if (!rel.empty() && is_hidden_record(rel)) {
+      p.rule = "workflow_record";
+      p.shown = rel + ", a record of the workflow (transcripts, logs, metrics)";
+    } else {
+      p.rule = "reference_path";
+      p.shown = h.string() + ", foreign framework sources installed on this system (system_references.h)";
+    }
+    hidden.push_back(p);
+  }
+  for (const ReachedHiddenPath& reached : reached_hidden_paths(r.accesses, hidden, command, config_.run_dir)) {
+    const HiddenPath& h = hidden[reached.hidden];
+    std::string how;
+    for (const FileAccess& a : reached.accesses) how += (how.empty() ? "" : ", ") + a.call + " " + a.path.string();
+    const std::string shown = path_within(h.path, config_.run_dir) ? h.path.lexically_relative(config_.run_dir).generic_string() : h.path.string();
+    const std::string detail = "the command reached for " + h.shown + " (" + how + "); it is hidden from commands, so the "
+                               "command found nothing there, and the attempt counts";
+    record_violation({role.id, "run_command", shown, h.rule, detail});
+    out.violation = true;
+    out.ok = false;
+    notes += "refused (" + h.rule + "): " + detail + "\n";
+  }
+}
+
 ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   if (!has_string(a, "command") || a["command"].get<std::string>().empty()) return error("run_command needs a non-empty string 'command'");
   const std::string command = a["command"];
@@ -487,14 +541,26 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
     return refuse(role, "run_command", shown, "foreign_signature", "the command names " + it->second + "; not run");
   }
   hidden.insert(hidden.end(), foreign_paths.begin(), foreign_paths.end());
+  // The workflow's records (transcripts, logs, metrics) are hidden from every command (isolated_command.h); naming
+  // one is an attempt to read it, refused and counted. Only a word whose part before any wildcard lies in a record
+  // names it: `grep x *` at the top of the run directory does not (the mount shows it nothing, and the audit below
+  // does not count what a wildcard of the command explains).
+  const std::vector<fs::path> records = hidden_record_paths(config_.run_dir);
+  if (const auto named = named_reference_tree(command, config_.run_dir, records, /*wildcard_reach=*/false)) {
+    const std::string shown = named->lexically_relative(config_.run_dir).generic_string();
+    return refuse(role, "run_command", shown, "workflow_record",
+                  "the command names " + shown + ", a record of the workflow (transcripts, logs, metrics) that no agent may "
+                  "read; not run (a word that only looks like it, a search pattern say, counts too: quote it differently)");
+  }
   double timeout = config_.command_timeout_s;
   if (a.contains("timeout_s") && a["timeout_s"].is_number()) timeout = std::clamp(a["timeout_s"].get<double>(), 1.0, config_.command_timeout_s);
   std::vector<fs::path> readonly;
   if (!config_.ckb_dir.empty() && fs::is_directory(config_.ckb_dir)) readonly.push_back(config_.ckb_dir);
-  // Refuses (throws) without an isolation that confines the file system when anything must be hidden or the switch
-  // is OFF (the host's file system may hold foreign sources nobody configured); before the snapshot, so nothing is
-  // read for naught. run_isolated_command checks the same again.
-  const bool must_confine = !hidden.empty() || config_.source_switch == SourceSwitch::off;
+  // Refuses (throws) without an isolation that confines the file system: the workflow's records are always there to
+  // hide (the journal below goes into .metainfer/; transcripts/ holds this conversation), and with the switch OFF the
+  // host's file system may hold foreign sources nobody configured. Before the snapshot, so nothing is read for
+  // naught; run_isolated_command checks the same again.
+  const bool must_confine = true;
   require_isolation_for(command_isolation(), must_confine);
   // A journal left by a gate or command of this process that was not judged (an exception between its run and its
   // judgement) is judged first: this command's journal would replace it.
@@ -515,18 +581,25 @@ ToolOutcome ToolSandbox::run_command(const AgentRoleSpec& role, const json& a) {
   write_command_journal(config_.run_dir, {role.id, command, git_existed, before, config_.source_switch});
   CommandResult r;
   try {
-    r = run_isolated_command(command, config_.run_dir, readonly, timeout, config_.max_output_bytes, hidden, overlays, {}, must_confine);
+    r = run_isolated_command(command, config_.run_dir, readonly, timeout, config_.max_output_bytes, hidden, overlays, {}, must_confine,
+                             /*audit=*/true);
   } catch (const Error&) {  // refused before it ran: nothing to judge
     clear_command_journal(config_.run_dir);
     throw;
   }
   std::string head = r.timed_out ? "timed out after " + std::to_string(int(timeout)) + " s" : "exit status " + std::to_string(r.exit_code);
   if (r.truncated) head += "; output cut to its last " + std::to_string(config_.max_output_bytes) + " bytes";
+  if (!r.audited)
+    head += "; file accesses not audited (no strace here): hidden paths stay hidden, but only those named in the command "
+            "are counted";
   ToolOutcome out{!r.timed_out && r.exit_code == 0, false, ""};
   // Judged whether the command finished, failed or was killed at its time limit.
   std::string notes;
   judge_command_changes(role, before, git_existed, "", out, notes);
   clear_command_journal(config_.run_dir);
+  // What the audit saw the command reach for among the hidden paths: an attempt the naming check above could not
+  // see (a path built at run time, a symlink made on the way), refused by the mounts and counted here.
+  if (r.audited) judge_audited_accesses(role, command, r, foreign, out, notes);
 
   // The output goes to the model: with the switch off it must not carry what read_file would refuse to hand over.
   std::string output = r.output;

@@ -6,8 +6,9 @@
 // it is classified, so neither ".." nor a symlink planted in the run directory reaches outside it; a write never
 // goes through a symlink (a dangling one is left unresolved by canonicalisation) nor into a hard-linked file. Classes:
 //   reference  inside a configured reference tree: readable only by the explorer with SWITCH=ON (logged)
-//   run        inside the run directory: readable; writable where the role's write_paths allow and the path is not
-//              protected (test contracts, gate scripts, the workflow's records)
+//   run        inside the run directory: readable, but for the workflow's hidden records (transcripts/, .metainfer/,
+//              metrics.json, summary.md: protected_files.h), which no role may read or list; writable where the role's
+//              write_paths allow and the path is not protected (test contracts, gate scripts, the workflow's records)
 //   ckb        inside the CKB: read-only for every role (a staged delta lives in the run directory)
 //   outside    anything else: refused
 // With SWITCH=OFF a file whose text carries a foreign-framework signature (source_switch.h) is refused wherever it
@@ -17,7 +18,12 @@
 // command naming one is refused unrun; output carrying a signature is still withheld; what the command changed in
 // the run directory (run_dir_snapshot.h; build trees for links and signatures only) is judged like a write, also
 // after a kill (command_journal.h), and a new hard link or a symlink leading out of the run directory or
-// to a protected path is refused: refused changes are undone, accepted ones counted as edits. Each
+// to a protected path is refused: refused changes are undone, accepted ones counted as edits. The workflow's
+// records are hidden from every command as well (isolated_command.h), and a command naming one is refused unrun.
+// Every command runs under an strace audit where strace is available (command_audit.h): a hidden path (a reference
+// tree, a signature file, a record, foreign sources installed on the system) the command reached for by a path the
+// naming check cannot see (built at run time, reached through a `cd`) is counted as a violation too; without strace
+// the command's result says its accesses were not audited. Each
 // refusal by policy is a Violation; plain failures (no such file,
 // an `old` string that is not there) are errors the agent can fix and are not counted as violations. Violations
 // and reference reads are also appended, as they happen, to .metainfer/violations.jsonl and
@@ -31,6 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/agent_role.h"
+#include "agents/isolated_command.h"
 #include "agents/run_dir_snapshot.h"
 #include "agents/signature_files.h"
 #include "agents/source_switch.h"
@@ -49,10 +56,10 @@ struct SandboxConfig {
 
 struct Violation {
   std::string role, tool, path;
-  std::string rule;    // reference_path | foreign_signature | path_escape | protected_path | write_not_granted |
-                       // tool_not_granted | symlink | hard_link | gate_write (agent-written code a gate ran changed the
-                       // run directory: gate_watch.h) | delta_outside_knowledge, delta_changed_after_staging (both
-                       // recorded by the evolution workflow)
+  std::string rule;    // reference_path | foreign_signature | workflow_record | path_escape | protected_path |
+                       // write_not_granted | tool_not_granted | symlink | hard_link | gate_write (agent-written code a
+                       // gate ran changed the run directory: gate_watch.h) | delta_outside_knowledge,
+                       // delta_changed_after_staging (both recorded by the evolution workflow)
   std::string detail;
 };
 
@@ -113,6 +120,12 @@ class ToolSandbox {
   // The journal of a command or gate whose process died mid-run (command_journal.h, gate_watch.h): its changes judged
   // now.
   void judge_interrupted_command();
+  // The hidden paths the audit saw a command reach for (command_audit.h), each recorded as a violation under the rule
+  // of what it hides: reference_path, foreign_signature (`foreign`: the signature files hidden, and why) or
+  // workflow_record.
+  void judge_audited_accesses(const AgentRoleSpec& role, const std::string& command, const CommandResult& r,
+                              const std::vector<std::pair<std::filesystem::path, std::string>>& foreign, ToolOutcome& out,
+                              std::string& notes);
   // SWITCH=OFF content check; true when `text` may be handed over.
   bool clean_content(const AgentRoleSpec& role, const std::string& tool, const Resolved& r, std::string_view text, ToolOutcome& out);
 

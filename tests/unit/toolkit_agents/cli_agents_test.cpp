@@ -1,10 +1,12 @@
 // `metainfer agents converse|stage` as a user runs them, against the scripted endpoint on loopback.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "../toolkit_support.h"
 #include "agents/isolated_command.h"
+#include "agents/transcript.h"
 #include "agents_test_support.h"
 #include "scripted_llm_server.h"
 
@@ -45,7 +47,21 @@ TEST(AgentCli, ConverseRunsARoleAgainstAnAnthropicEndpointWithStreaming) {
   EXPECT_EQ(slurp(run / "strategy/strategy.md"), "Route: regular generation.\n");
   const json metrics = json::parse(slurp(run / "metrics.json"));
   EXPECT_EQ(metrics["totals"]["tool_calls"], 2);
-  EXPECT_TRUE(fs::exists(run / "transcripts/orchestrator-001.jsonl"));
+  const fs::path transcript = run / "transcripts/orchestrator-001.jsonl";
+  ASSERT_TRUE(fs::exists(transcript));
+  // Each tool result carries the counts the metrics are counted back from (transcript_metrics.h).
+  int results = 0;
+  for (const json& e : mi::agents::read_transcript(transcript))
+    if (e["kind"] == "tool_result") {
+      ++results;
+      for (const char* field : {"ok", "violation", "violations", "edits", "lines_added", "lines_removed", "output"})
+        EXPECT_TRUE(e.contains(field)) << field << ": " << e.dump();
+    }
+  EXPECT_EQ(results, 2);
+  // The README's first excerpt is this transcript: METAINFER_KEEP_TRANSCRIPTS=DIR keeps a copy there.
+  if (const char* keep = std::getenv("METAINFER_KEEP_TRANSCRIPTS"))
+    fs::copy_file(transcript, fs::path(keep) / "AgentCli.ConverseRunsARoleAgainstAnAnthropicEndpointWithStreaming.jsonl",
+                  fs::copy_options::overwrite_existing);
 }
 
 TEST(AgentCli, StagePassesWhenItsGateScriptPasses) {

@@ -3,8 +3,11 @@
 // naming such a file is refused unrun and counted; one that reaches it by a path built at run time cannot read it.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "../toolkit_support.h"
 #include "agents/agent_role.h"
+#include "agents/command_audit.h"
 #include "agents/isolated_command.h"
 #include "agents/signature_files.h"
 #include "agents/stage_loop.h"
@@ -64,17 +67,26 @@ TEST(AgentCommandSignatureFiles, ReEncodingAFileCarryingASignatureRevealsNothing
 
   // A path the naming check cannot see (built at run time, or relative to a directory the command changes into):
   // the command runs, and the hidden file gives nothing away, while the rest of the run directory is as it was.
+  // Where strace audits commands, each hidden file it reached for counts once (command_audit.h).
+  const bool audited = command_audit_available();
   const ToolOutcome built = sb.call(impl, "run_command", {{"command", "f=src/vend$(echo ored)/attention.py; wc -c < $f; base64 $f; "
                                                                       "g=build/third_party/ggml_$(echo copy).cpp; cat $g; "
                                                                       "(cd src && od -c vendored/attention.py); cat src/kernel.cpp"}});
-  EXPECT_FALSE(built.violation) << built.output;
-  EXPECT_TRUE(built.ok) << built.output;
+  EXPECT_EQ(built.violation, audited) << built.output;
+  EXPECT_EQ(built.ok, !audited) << built.output;
   EXPECT_NE(built.output.find("return 1"), std::string::npos) << built.output;
   for (const char* leak : {kVllmBase64, "SECRET", "ggml.h", "S   E   C"}) EXPECT_EQ(built.output.find(leak), std::string::npos) << built.output;
   // Nothing the command could do to the hidden file reached it.
   const ToolOutcome overwrite = sb.call(impl, "run_command", {{"command", "f=src/vend$(echo ored)/attention.py; echo gone > $f; rm -f $f; true"}});
   EXPECT_EQ(slurp(w.run / "src/vendored/attention.py"), kVllmFile) << overwrite.output;
-  EXPECT_EQ(sb.violations().size(), attempts.size());
+  EXPECT_EQ(overwrite.violation, audited) << overwrite.output;
+  ASSERT_EQ(sb.violations().size(), attempts.size() + (audited ? 3 : 0));
+  for (std::size_t i = attempts.size(); i < sb.violations().size(); ++i) EXPECT_EQ(sb.violations()[i].rule, "foreign_signature");
+  if (audited) {  // the built command reached both hidden files (counted in the order they are hidden), the overwrite one
+    EXPECT_EQ((std::set<std::string>{sb.violations()[attempts.size()].path, sb.violations()[attempts.size() + 1].path}),
+              (std::set<std::string>{"src/vendored/attention.py", "build/third_party/ggml_copy.cpp"}));
+    EXPECT_EQ(sb.violations()[attempts.size() + 2].path, "src/vendored/attention.py");
+  }
 }
 
 // With SWITCH=ON only the explorer may read foreign sources, and it has no shell: the implementer's commands are

@@ -12,6 +12,7 @@
 // two cores with a warm ccache), the second tries once (the build fails early), the third once, the fourth twice.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -153,6 +154,11 @@ TEST(AgentGenerate, StagesWrittenByTheImplementersAreRepairedAndAcceptedByTheRea
   EXPECT_EQ(metrics["totals"]["edits"], int(written) + 4) << metrics["totals"].dump();  // + strategy, review, repair, report
   EXPECT_TRUE(fs::exists(engine / "transcripts/basic_execution-r1-implementer.jsonl"));
   EXPECT_TRUE(fs::exists(engine / "summary.md"));
+  // The README's second excerpt is the repairing implementer's transcript: METAINFER_KEEP_TRANSCRIPTS=DIR keeps a copy.
+  if (const char* keep = std::getenv("METAINFER_KEEP_TRANSCRIPTS"))
+    fs::copy_file(engine / "transcripts/basic_execution-r1-implementer.jsonl",
+                  fs::path(keep) / "AgentGenerate.StagesWrittenByTheImplementersAreRepairedAndAcceptedByTheRealGates.jsonl",
+                  fs::copy_options::overwrite_existing);
   const json generation = json::parse(slurp(engine / ".metainfer/generation.json"));
   EXPECT_EQ(generation["state"], "PASS_VERIFIED");
   EXPECT_EQ(generation["experiment_summary"], "experiment/summary.md");

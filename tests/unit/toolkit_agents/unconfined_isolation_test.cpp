@@ -1,8 +1,8 @@
 // Where only plain `unshare -n` isolates (no mount or PID namespace: the whole host file system is readable), every
 // path that runs agent-influenced code and must keep the host's files out of sight refuses to run: agents' commands
-// with the source switch OFF, and always the gates (script gates and the engine gate's verifier, which run
-// agent-written code and do not know the round's switch). run_isolated_command itself enforces it, so no caller can
-// forget to.
+// under either switch (the workflow's records are always there to hide), and the gates (script gates and the engine
+// gate's verifier, which run agent-written code and do not know the round's switch). run_isolated_command itself
+// enforces it, so no caller can forget to.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -42,25 +42,21 @@ TEST(AgentIsolationPlainUnshare, GatesAndCommandsThatMustBeConfinedRefuseIt) {
   EXPECT_THROW(run_isolated_command("echo RAN > ran.txt", run, {}, 30, 1024), mi::Error);
   EXPECT_FALSE(fs::exists(run / "ran.txt"));
 
-  // An agent's command: refused with the switch OFF, run with it ON and nothing to hide (by design: no role with a
-  // shell may read references, and none are configured here).
+  // An agent's command: refused with either switch. With it ON and no reference configured there is still the
+  // workflow's records to hide: the transcripts hold every role's tool results (the explorer's reference reads among
+  // them), and an unconfined shell could read them.
   const AgentRoleSpec impl = find_role(fs::path(METAINFER_SOURCE_DIR) / "ckb/roles", "implementer");
   SandboxConfig c;
   c.run_dir = run;
   c.command_timeout_s = 30;
-  c.source_switch = SourceSwitch::off;
-  {
+  for (const SourceSwitch sw : {SourceSwitch::off, SourceSwitch::on}) {
+    c.source_switch = sw;
     ToolSandbox sb(c);
-    const ToolOutcome off = sb.call(impl, "run_command", {{"command", "echo RAN > src/ran.txt"}});
-    EXPECT_FALSE(off.ok);
-    EXPECT_NE(off.output.find("refused"), std::string::npos) << off.output;
-    EXPECT_FALSE(fs::exists(run / "src/ran.txt"));
+    const ToolOutcome r = sb.call(impl, "run_command", {{"command", "echo RAN > src/ran.txt"}});
+    EXPECT_FALSE(r.ok) << to_string(sw);
+    EXPECT_NE(r.output.find("refused"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(run / "src/ran.txt")) << to_string(sw);
   }
-  c.source_switch = SourceSwitch::on;
-  ToolSandbox on(c);
-  const ToolOutcome ran = on.call(impl, "run_command", {{"command", "echo RAN > src/ran.txt"}});
-  EXPECT_TRUE(ran.ok) << ran.output;
-  EXPECT_TRUE(fs::exists(run / "src/ran.txt"));
 }
 
 }  // namespace
