@@ -1,5 +1,7 @@
 #include "agents/engine_gate.h"
 
+#include <algorithm>
+#include <fstream>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -8,6 +10,7 @@
 #include "agents/isolated_command.h"
 #include "agents/protected_files.h"
 #include "agents/signature_files.h"
+#include "agents/source_switch.h"
 #include "common/error.h"
 #include "common/json_file.h"
 #include "generator/generator.h"
@@ -16,6 +19,31 @@
 namespace mi::agents {
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// The files of checkpoint directory `model` a gate may show agent-written code: weights (*.safetensors) and JSON
+// (config, shard index, tokenizer) that carries no foreign signature; never the whole directory, which can hold the
+// checkpoint's own model code (trust_remote_code's modeling_*.py) that an implementer must not read through a gate
+// (found by review: an #include of it came back quoted in the compiler errors of the gate's evidence).
+std::vector<fs::path> checkpoint_data_files(const fs::path& model) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  if (!fs::is_directory(model, ec)) return files;
+  for (const auto& e : fs::directory_iterator(model, ec)) {
+    const std::string name = e.path().filename().string();
+    const bool weights = name.ends_with(".safetensors"), json_file = name.ends_with(".json");
+    if ((!weights && !json_file) || !fs::is_regular_file(e.path(), ec)) continue;
+    if (json_file) {
+      std::ifstream in(e.path(), std::ios::binary);
+      std::string head(std::size_t(4) << 20, '\0');
+      in.read(head.data(), std::streamsize(head.size()));
+      head.resize(std::size_t(in.gcount()));
+      if (find_foreign_signature(head)) continue;
+    }
+    files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
 
 namespace {
 
@@ -59,10 +87,10 @@ VerifierRun run_verifier(const EngineGateOptions& o, const fs::path& run_dir, co
   std::vector<fs::path> readonly;
   for (const char* part : {"ckb", "tests/engine_contracts", ".clang-format"})
     if (fs::exists(o.source_dir / part)) readonly.push_back(o.source_dir / part);
-  // The checkpoint the stage tests load (the manifest's constraints.model), wherever it lies.
+  // The checkpoint the stage tests load (the manifest's constraints.model), wherever it lies: its data files only.
   try {
     const fs::path model = read_json_file(run_dir / "MANIFEST.json").at("constraints").at("model").get<std::string>();
-    if (fs::is_directory(model)) readonly.push_back(model);
+    for (const fs::path& f : checkpoint_data_files(model)) readonly.push_back(f);
   } catch (const std::exception&) {  // no manifest or no model: the verifier reports what it misses
   }
   if (!o.metainfer_binary.empty()) readonly.push_back(o.metainfer_binary);  // the binary alone, not its build tree

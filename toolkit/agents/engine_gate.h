@@ -36,6 +36,11 @@ GateRunner engine_stage_gate(EngineGateOptions options);
 
 // True when `dir` is an engine directory (MANIFEST.json) carrying the test contract of `stage`
 // (tests/stage_<stage>_test.cpp): the real gate can judge it.
+// The files of checkpoint directory `model` the gates mount for agent-written code: *.safetensors and the *.json
+// files (config, shard index, tokenizer) that carry no foreign signature; never the directory itself, which can hold
+// the checkpoint's own model code (trust_remote_code's modeling_*.py).
+std::vector<std::filesystem::path> checkpoint_data_files(const std::filesystem::path& model);
+
 bool is_engine_directory(const std::filesystem::path& dir, const std::string& stage);
 
 // engine_stage_gate for a run directory that is an engine directory, the protected script gates/<stage>.sh

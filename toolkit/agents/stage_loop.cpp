@@ -10,6 +10,7 @@
 #include "agents/protected_files.h"
 #include "agents/run_dir_snapshot.h"
 #include "agents/signature_files.h"
+#include "agents/source_switch.h"
 #include "common/error.h"
 #include "generator/manifest.h"
 
@@ -166,6 +167,17 @@ StageResult run_stage(AgentRun& run, const StageSpec& stage, const GateRunner& g
     // What the agent-written code the gate ran changed (undone by the gate) counts like any refusal of the sandbox.
     for (const Violation& v : g.violations) run.sandbox().record_violation(v);
     if (!g.violations.empty()) g.passed = false;
+    // The evidence goes to the next implementer, who may never read reference text: a gate that quoted a foreign
+    // file (a compiler error listing an #include'd model file, a test printing one) hands over no text of it, as an
+    // agent's command output would not (found by review: a checkpoint's own modeling_*.py, quoted line by line).
+    if (const auto sig = find_foreign_signature(g.evidence)) {
+      run.sandbox().record_violation({"gate", "gate", "", "foreign_signature",
+                                      "the gate's evidence carries a " + sig->framework + " source signature (\"" + sig->marker +
+                                          "\"); withheld from the implementer"});
+      g.passed = false;
+      g.evidence = "[gate evidence withheld (foreign_signature): it carries a " + sig->framework +
+                   " source signature; the gate counts as FAILED]\n";
+    }
     rec.gate = g.passed ? "PASSED" : "FAILED";
     evidence = g.evidence;
     evidence_file = "reports/" + stage.id + "/round-" + std::to_string(round) + ".txt";

@@ -94,4 +94,20 @@ TEST(AgentFinalGates, SourceIncludingAFileWithAForeignSignatureFailsTheConfinedB
   expect_confined_build_failed(f, engine, "ported_attention.h");
 }
 
+// The gates mount a checkpoint's data files for agent-written code, not its directory: the checkpoint's own model code
+// (trust_remote_code's modeling_*.py) and any JSON carrying a foreign signature stay out of the sandbox.
+TEST(AgentFinalGates, OnlyTheCheckpointsDataFilesAreMountedForAgentCode) {
+  mi_test::TempDir dir("checkpoint-files");
+  const fs::path model = dir / "model";
+  for (const char* f : {"config.json", "model.safetensors", "model-00001-of-00002.safetensors", "tokenizer.json"})
+    mi_test::write_text(model / f, "{}\n");
+  mi_test::write_text(model / "modeling_secret.py", "# Copyright 2024 The HuggingFace Inc. team.\nfrom transformers import PreTrainedModel\n");
+  mi_test::write_text(model / "notes.json", "{\"code\": [\n\"x\"]}\n# SPDX-FileCopyrightText: Copyright contributors to the vLLM project\n");
+  mi_test::write_text(model / "sub/extra.safetensors", "x");
+  std::vector<std::string> names;
+  for (const fs::path& f : mi::agents::checkpoint_data_files(model)) names.push_back(f.filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"config.json", "model-00001-of-00002.safetensors", "model.safetensors", "tokenizer.json"}));
+  EXPECT_TRUE(mi::agents::checkpoint_data_files(dir / "missing").empty());
+}
+
 }  // namespace

@@ -214,4 +214,28 @@ TEST(AgentStage, AStoppedStageResumesWithItsJudgedRoundsSpent) {
   EXPECT_THROW(run_stage(run, spec, script_gate(30)), mi::Error);
 }
 
+// A gate whose output quotes foreign source (here a script assembling a vLLM import line at run time, as a compiler
+// error quoting an #include'd modeling file would) hands the implementer none of it: the evidence is withheld, the
+// round fails whatever the exit status, and a foreign_signature violation is counted.
+TEST(AgentStage, GateEvidenceCarryingAForeignSignatureIsWithheld) {
+  if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "gates run isolated; no isolation here";
+  StageWorld w;
+  write(w.run / "gates/kernel.sh", "printf '%s%s\\n' 'from vl' 'lm import LLM  # quoted by the gate'\nexit 0\n");
+  write_protected_manifest(protected_manifest_path(w.run), snapshot_protected(w.run, default_protected_globs()));
+  mi_test::ScriptedLlmServer server(json{{"steps", json::array({
+      {{"respond", {{"text", "Nothing to change."}}}},
+      {{"expect", {{"body_contains", {"round 1", "gate evidence withheld (foreign_signature)"}}}}, {"respond", {{"text", "Understood."}}}},
+  })}});
+  AgentRun run = w.make_run(server);
+  const StageResult r = run_stage(run, {"kernel", "Make scale() return 2.", 1, false}, script_gate(30));
+  EXPECT_TRUE(server.failures().empty()) << ::testing::PrintToString(server.failures());
+  EXPECT_EQ(r.state, "FAILED");
+  ASSERT_EQ(r.rounds.size(), 2u);
+  EXPECT_EQ(r.rounds[0].gate, "FAILED");  // exit status 0, but the evidence could not be handed over
+  const std::string evidence = slurp(w.run / "reports/kernel/round-0.txt");
+  EXPECT_EQ(evidence.find("lm import LLM"), std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("withheld"), std::string::npos) << evidence;
+  EXPECT_EQ(json::parse(slurp(w.run / "metrics.json"))["totals"]["violations"], 2);
+}
+
 }  // namespace
