@@ -105,6 +105,12 @@ VerifierRun run_verifier(const EngineGateOptions& o, const fs::path& run_dir, co
   // The verifier's reports go to the sandbox's private /tmp, discarded with it: the gate's verdict is the report the
   // verifier prints. reports/ is read-only like every protected path (created first, so that it can be mounted), so
   // the agent-written code the verifier runs cannot leave a report or a round's evidence there.
+  // Run as a program, not through a shell, where bubblewrap allows (run_isolated_command's `program`): then the
+  // agent-written code the verifier runs cannot rewrite the verdict in a wrapper process. The string is the same
+  // command for the unshare fallback's shell.
+  const std::vector<std::string> program = {o.metainfer_binary.string(), "verify", ".", "--only", only,
+                                            "--allow-modified-sources", "--reports-dir", kStageGateReportsDir,
+                                            "--threads", std::to_string(std::max(1, threads)), "--json"};
   std::string command = "'";
   command.append(o.metainfer_binary.string()).append("' verify . --only ").append(only);
   command.append(" --allow-modified-sources --reports-dir ").append(kStageGateReportsDir);
@@ -128,7 +134,8 @@ VerifierRun run_verifier(const EngineGateOptions& o, const fs::path& run_dir, co
     // from agents' commands (signature_files.h).
     std::vector<fs::path> hidden = o.hidden_paths;
     for (const auto& f : signature_file_paths(run_dir)) hidden.push_back(f);
-    r = run_isolated_command(command, run_dir, readonly, o.timeout_s, o.max_evidence_bytes * 4, hidden, overlays, env);
+    r = run_isolated_command(command, run_dir, readonly, o.timeout_s, o.max_evidence_bytes * 4, hidden, overlays, env, true,
+                             false, program);
   } catch (const Error& e) {  // no isolation that can keep the references hidden: the gate does not run
     v.output_tail = e.what();
     v.violations = watch->judge();

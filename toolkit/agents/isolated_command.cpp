@@ -235,7 +235,8 @@ CommandResult run_isolated_command(const std::string& command, const fs::path& r
                                    const std::vector<fs::path>& readonly_dirs, double timeout_s,
                                    std::size_t max_output_bytes, const std::vector<fs::path>& hidden,
                                    const std::vector<fs::path>& readonly_overlays,
-                                   const std::map<std::string, std::string>& extra_env, bool must_confine, bool audit) {
+                                   const std::map<std::string, std::string>& extra_env, bool must_confine, bool audit,
+                                   const std::vector<std::string>& program) {
   const Isolation& iso = command_isolation();
   if (iso.kind == IsolationKind::none)
     fail("run_command: refused, no way to run a command without network here (needs bubblewrap or `unshare -n`)");
@@ -265,7 +266,11 @@ CommandResult run_isolated_command(const std::string& command, const fs::path& r
   std::optional<RootMountPoint> root;  // the fallback's: kept until the command is done
   if (iso.kind == IsolationKind::bubblewrap) {
     argv = bwrap_prefix(run_dir, readonly_dirs, hidden_paths, readonly_overlays);
-    argv.insert(argv.end(), {"/bin/bash", "-c", shell});
+    if (program.empty()) argv.insert(argv.end(), {"/bin/bash", "-c", shell});
+    else {
+      argv.push_back("--as-pid-1");
+      argv.insert(argv.end(), program.begin(), program.end());
+    }
   } else if (iso.hides_paths) {
     root.emplace();
     const std::string in_run_dir = ": " + tag + "; cd " + single_quoted(run_dir.string()) + " || exit 125; " + body;

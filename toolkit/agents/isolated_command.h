@@ -93,6 +93,13 @@ CommandResult run_isolated_command(const std::string& command, const std::filesy
                                    const std::vector<std::filesystem::path>& hidden_paths = {},
                                    const std::vector<std::filesystem::path>& readonly_overlays = {},
                                    const std::map<std::string, std::string>& extra_env = {}, bool must_confine = true,
-                                   bool audit = false);
+                                   bool audit = false, const std::vector<std::string>& program = {});
+// `program` (the engine gate's verifier, a binary the toolkit trusts; `command` must be the same command for the
+// fallback): under bubblewrap it runs with no shell around it, as the PID namespace's init (--as-pid-1), its output
+// going straight to this process and cut here. No dumpable process of the sandbox (a wrapper shell, tail, bubblewrap's
+// reaper) then holds its output pipe or relays its exit status, which the agent-written code it runs could rewrite
+// through ptrace or /proc/PID/mem as the same user (found by review: a stage test's static initializer forged a
+// PASSED report and exit status 0 that way); the verifier itself is non-dumpable. The unshare fallback keeps the
+// shell, and with it that weakness.
 
 }  // namespace mi::agents

@@ -297,4 +297,61 @@ TEST(AgentGateWrites, AStaticInitializerInAgentSourcesFailsTheEngineStageGate) {
   EXPECT_NO_THROW(require_untampered(run));
 }
 
+// The engine stage gate's verdict cannot be rewritten by the code it judges: when the stage test runs, no other
+// process of the sandbox (a wrapper shell, tail, bubblewrap's reaper, the verifier) can be opened for writing through
+// /proc/PID/mem or seized with ptrace, the way a review forged a PASSED report and exit status 0. The planted source
+// looks for any such process and prints what it reached; its answer is wrong, so the real verdict is FAILED.
+TEST(AgentGateWrites, TheCodeUnderTestCannotReachTheProcessesThatCarryTheVerdict) {
+  if (command_isolation().kind != IsolationKind::bubblewrap) GTEST_SKIP() << "the verifier runs without a shell only under bubblewrap";
+  mi_test::TempDir dir("agents-gate-forge");
+  const fs::path run = dir / "engine";
+  fs::create_directories(dir / "model");
+  write(run / "MANIFEST.json",
+        json{{"format", "metainfer-manifest/1"}, {"engine", "e"}, {"binary", "build/e"}, {"stages", {"basic_execution"}},
+             {"constraints", {{"model", (dir / "model").string()}}}, {"files", json::array()}}.dump(2));
+  write(run / "CMakeLists.txt", "cmake_minimum_required(VERSION 3.16)\nproject(e CXX)\nfind_package(GTest REQUIRED)\n"
+                                "add_executable(e src/engine/engine_main.cpp src/answer.cpp)\n"
+                                "add_executable(stage_basic_execution tests/stage_basic_execution_test.cpp src/answer.cpp)\n"
+                                "target_link_libraries(stage_basic_execution GTest::gtest_main)\n");
+  write(run / "tests/stage_basic_execution_test.cpp",
+        "#include <gtest/gtest.h>\nint answer();\nTEST(BasicExecution, Answers) { EXPECT_EQ(answer(), 42); }\n");
+  write(run / "plan.json", kPlan);
+  write(run / "src/engine/engine_main.cpp", "int answer();\nint main() { return answer() == 42 ? 0 : 1; }\n");
+  write(run / "src/answer.cpp", R"CPP(#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cstdio>
+#include <cstdlib>
+namespace {
+struct Probe {
+  Probe() {
+    const pid_t self = getpid();
+    DIR* d = opendir("/proc");
+    if (!d) return;
+    while (dirent* e = readdir(d)) {
+      const pid_t p = atoi(e->d_name);
+      if (p <= 0 || p == self) continue;
+      char path[64];
+      snprintf(path, sizeof path, "/proc/%d/mem", p);
+      const int fd = open(path, O_RDWR);
+      if (fd >= 0) { printf("REACHABLE mem pid=%d\n", p); close(fd); }
+      if (ptrace(PTRACE_SEIZE, p, 0, 0) == 0) { printf("REACHABLE ptrace pid=%d\n", p); ptrace(PTRACE_DETACH, p, 0, 0); }
+    }
+    closedir(d);
+    fflush(stdout);
+  }
+} probe;
+}  // namespace
+int answer() { return 41; }
+)CPP");
+  write_protected_manifest(protected_manifest_path(run), snapshot_protected(run, default_protected_globs()));
+  const GateOutcome g = engine_stage_gate({METAINFER_BINARY, METAINFER_SOURCE_DIR, 600})(run, "basic_execution");
+  EXPECT_FALSE(g.passed) << g.evidence;
+  EXPECT_NE(g.evidence.find("FAILED L1_stage:basic_execution"), std::string::npos) << g.evidence;
+  EXPECT_EQ(g.evidence.find("REACHABLE"), std::string::npos) << g.evidence;
+}
+
 }  // namespace
