@@ -249,14 +249,9 @@ TEST(AgentGateWrites, ThePlanIsProtectedAndHashed) {
   }
 }
 
-// (b) The engine stage gate, with the real verifier on a small engine directory: the test contract links the
-// implementer's source, whose static initializer writes into the run directory when the stage test starts. The stage
-// test passes and the verifier says PASSED; the gate still FAILS, naming the files, which are undone. The same
-// engine without the initializer passes (what the verifier itself writes, build/, is the gate's own).
-TEST(AgentGateWrites, AStaticInitializerInAgentSourcesFailsTheEngineStageGate) {
-  if (command_isolation().kind == IsolationKind::none || !command_isolation().hides_paths) GTEST_SKIP() << "gates run confined; not here";
-  mi_test::TempDir dir("agents-gate-writes-engine");
-  const fs::path run = dir / "engine";
+// A small engine directory for the real verifier: one stage test linking the implementer's src/answer.cpp (written
+// by the test), whose answer must be 42.
+void write_small_engine(const fs::path& dir, const fs::path& run) {
   fs::create_directories(dir / "model");
   write(run / "MANIFEST.json",
         json{{"format", "metainfer-manifest/1"}, {"engine", "e"}, {"binary", "build/e"}, {"stages", {"basic_execution"}},
@@ -269,6 +264,17 @@ TEST(AgentGateWrites, AStaticInitializerInAgentSourcesFailsTheEngineStageGate) {
         "#include <gtest/gtest.h>\nint answer();\nTEST(BasicExecution, Answers) { EXPECT_EQ(answer(), 42); }\n");
   write(run / "plan.json", kPlan);
   write(run / "src/engine/engine_main.cpp", "int answer();\nint main() { return answer() == 42 ? 0 : 1; }\n");
+}
+
+// (b) The engine stage gate, with the real verifier on a small engine directory: the test contract links the
+// implementer's source, whose static initializer writes into the run directory when the stage test starts. The stage
+// test passes and the verifier says PASSED; the gate still FAILS, naming the files, which are undone. The same
+// engine without the initializer passes (what the verifier itself writes, build/, is the gate's own).
+TEST(AgentGateWrites, AStaticInitializerInAgentSourcesFailsTheEngineStageGate) {
+  if (command_isolation().kind == IsolationKind::none || !command_isolation().hides_paths) GTEST_SKIP() << "gates run confined; not here";
+  mi_test::TempDir dir("agents-gate-writes-engine");
+  const fs::path run = dir / "engine";
+  write_small_engine(dir.path(), run);
   write(run / "src/answer.cpp", "int answer() { return 42; }\n");
   write_protected_manifest(protected_manifest_path(run), snapshot_protected(run, default_protected_globs()));
   const GateRunner gate = engine_stage_gate({METAINFER_BINARY, METAINFER_SOURCE_DIR, 600});
@@ -305,18 +311,7 @@ TEST(AgentGateWrites, TheCodeUnderTestCannotReachTheProcessesThatCarryTheVerdict
   if (command_isolation().kind != IsolationKind::bubblewrap) GTEST_SKIP() << "the verifier runs without a shell only under bubblewrap";
   mi_test::TempDir dir("agents-gate-forge");
   const fs::path run = dir / "engine";
-  fs::create_directories(dir / "model");
-  write(run / "MANIFEST.json",
-        json{{"format", "metainfer-manifest/1"}, {"engine", "e"}, {"binary", "build/e"}, {"stages", {"basic_execution"}},
-             {"constraints", {{"model", (dir / "model").string()}}}, {"files", json::array()}}.dump(2));
-  write(run / "CMakeLists.txt", "cmake_minimum_required(VERSION 3.16)\nproject(e CXX)\nfind_package(GTest REQUIRED)\n"
-                                "add_executable(e src/engine/engine_main.cpp src/answer.cpp)\n"
-                                "add_executable(stage_basic_execution tests/stage_basic_execution_test.cpp src/answer.cpp)\n"
-                                "target_link_libraries(stage_basic_execution GTest::gtest_main)\n");
-  write(run / "tests/stage_basic_execution_test.cpp",
-        "#include <gtest/gtest.h>\nint answer();\nTEST(BasicExecution, Answers) { EXPECT_EQ(answer(), 42); }\n");
-  write(run / "plan.json", kPlan);
-  write(run / "src/engine/engine_main.cpp", "int answer();\nint main() { return answer() == 42 ? 0 : 1; }\n");
+  write_small_engine(dir.path(), run);
   write(run / "src/answer.cpp", R"CPP(#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
