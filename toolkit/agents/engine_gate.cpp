@@ -1,7 +1,6 @@
 #include "agents/engine_gate.h"
 
 #include <algorithm>
-#include <fstream>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -32,13 +31,7 @@ std::vector<fs::path> checkpoint_data_files(const fs::path& model) {
     const std::string name = e.path().filename().string();
     const bool weights = name.ends_with(".safetensors"), json_file = name.ends_with(".json");
     if ((!weights && !json_file) || !fs::is_regular_file(e.path(), ec)) continue;
-    if (json_file) {
-      std::ifstream in(e.path(), std::ios::binary);
-      std::string head(std::size_t(4) << 20, '\0');
-      in.read(head.data(), std::streamsize(head.size()));
-      head.resize(std::size_t(in.gcount()));
-      if (find_foreign_signature(head)) continue;
-    }
+    if (json_file && find_foreign_signature_in_file(e.path())) continue;  // the whole file: a tokenizer.json is 7-17 MB
     files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
@@ -195,6 +188,21 @@ GateRunner engine_or_script_gate(EngineGateOptions options, double script_timeou
   };
 }
 
+namespace {
+
+// The final gates' evidence reaches LLM roles (the failure analyst, then the next round's implementer): evidence that
+// quotes a foreign file (acceptance quotes the engine's output, B0 the compiler's) hands over none of it and fails.
+void withhold_foreign_evidence(FinalGatesOutcome& out) {
+  if (const auto sig = find_quoted_foreign_signature(out.evidence)) {
+    out.passed = false;
+    out.acceptance.clear();
+    out.state = "FAILED:foreign_signature";
+    out.evidence = "[final gates' evidence withheld (foreign_signature): it carries a " + sig->framework + " source signature]\n";
+  }
+}
+
+}  // namespace
+
 FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path& engine_dir, int threads,
                                      const std::vector<fs::path>& golden_cases) {
   FinalGatesOutcome out;
@@ -208,6 +216,7 @@ FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path&
                                      "the confined build (B0 in the isolation of agents' commands) failed:\n" +
                                      (build.report ? evidence_of(*build.report) : verifier_failure(o, build)),
                                  o.max_evidence_bytes);
+    withhold_foreign_evidence(out);
     return out;
   }
   // The rest on the host, against that build (--prebuilt: B0 hashes it, nothing of it is built or configured here):
@@ -227,6 +236,7 @@ FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path&
     out.evidence = (r.timed_out ? "the verifier timed out after " + std::to_string(int(o.timeout_s)) + " s\n"
                                 : "the verifier gave no report (exit status " + std::to_string(r.exit_code) + "):\n") +
                    process::tail(r.out + r.err, o.max_evidence_bytes);
+    withhold_foreign_evidence(out);
     return out;
   }
   out.state = report.value("state", "");
@@ -244,6 +254,7 @@ FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path&
     if (id.rfind("L3", 0) == 0 && passed) evidence = true;
   }
   out.passed = r.exit_code == 0 && out.state == std::string("PASSED:") + kAgentFinalGates && provenance && acceptance && evidence;
+  withhold_foreign_evidence(out);
   if (!out.passed) out.acceptance.clear();
   return out;
 }

@@ -258,6 +258,11 @@ CommandResult run_isolated_command(const std::string& command, const fs::path& r
   // The command travels in the environment, so no quoting of it into a shell string is needed. pipefail: the
   // status is the command's, not tail's. One byte over the limit tells us the output was cut. The tag comes first,
   // where strace's shortened argv still shows it.
+  // A trusted program's verdict must not pass through a shell the code it runs could reach (header): only bubblewrap
+  // can start it as the sandbox's PID 1 with nothing around it.
+  if (!program.empty() && iso.kind != IsolationKind::bubblewrap)
+    fail("run_command: refused: '", program.front(), "' must run with no shell around it (its verdict would pass through "
+         "one that the code it judges can rewrite), which needs bubblewrap; here only '", iso.description, "'");
   const std::string tag = audit_tag();
   const std::string body = "set -o pipefail; ( eval \"$MI_AGENT_COMMAND\" ) 2>&1 < /dev/null | tail -c " +
                            std::to_string(max_output_bytes + 1);

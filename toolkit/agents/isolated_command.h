@@ -99,7 +99,7 @@ CommandResult run_isolated_command(const std::string& command, const std::filesy
 // going straight to this process and cut here. No dumpable process of the sandbox (a wrapper shell, tail, bubblewrap's
 // reaper) then holds its output pipe or relays its exit status, which the agent-written code it runs could rewrite
 // through ptrace or /proc/PID/mem as the same user (found by review: a stage test's static initializer forged a
-// PASSED report and exit status 0 that way); the verifier itself is non-dumpable. The unshare fallback keeps the
-// shell, and with it that weakness.
+// PASSED report and exit status 0 that way); the verifier itself is non-dumpable. Without bubblewrap a `program` is
+// refused (the unshare fallback needs its shell).
 
 }  // namespace mi::agents

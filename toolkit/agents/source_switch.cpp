@@ -89,6 +89,12 @@ std::optional<ForeignSignature> find_foreign_signature(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<ForeignSignature> find_quoted_foreign_signature(std::string_view text) {
+  for (const ForeignSignature& s : foreign_signatures())
+    if (text.find(s.marker) != std::string_view::npos) return s;
+  return std::nullopt;
+}
+
 SourceSwitch parse_source_switch(const std::string& text) {
   std::string t = text;
   std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return char(std::tolower(c)); });

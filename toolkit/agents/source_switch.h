@@ -29,6 +29,9 @@ const std::vector<ForeignSignature>& foreign_signatures();
 
 // The first signature found in `text`, if any.
 std::optional<ForeignSignature> find_foreign_signature(std::string_view text);
+// The first marker found anywhere in `text`, line-start markers too: for text that quotes files in another form (a
+// gate's evidence: output JSON-escaped into a report, compiler diagnostics prefixing each quoted line with `N |`).
+std::optional<ForeignSignature> find_quoted_foreign_signature(std::string_view text);
 
 enum class SourceSwitch { off, on };
 SourceSwitch parse_source_switch(const std::string& text);  // "off"|"on" (any case); throws mi::Error otherwise

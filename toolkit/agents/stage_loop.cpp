@@ -170,7 +170,7 @@ StageResult run_stage(AgentRun& run, const StageSpec& stage, const GateRunner& g
     // The evidence goes to the next implementer, who may never read reference text: a gate that quoted a foreign
     // file (a compiler error listing an #include'd model file, a test printing one) hands over no text of it, as an
     // agent's command output would not (found by review: a checkpoint's own modeling_*.py, quoted line by line).
-    if (const auto sig = find_foreign_signature(g.evidence)) {
+    if (const auto sig = find_quoted_foreign_signature(g.evidence)) {
       run.sandbox().record_violation({"gate", "gate", "", "foreign_signature",
                                       "the gate's evidence carries a " + sig->framework + " source signature (\"" + sig->marker +
                                           "\"); withheld from the implementer"});

@@ -104,6 +104,9 @@ TEST(AgentFinalGates, OnlyTheCheckpointsDataFilesAreMountedForAgentCode) {
   mi_test::write_text(model / "modeling_secret.py", "# Copyright 2024 The HuggingFace Inc. team.\nfrom transformers import PreTrainedModel\n");
   mi_test::write_text(model / "notes.json", "{\"code\": [\n\"x\"]}\n# SPDX-FileCopyrightText: Copyright contributors to the vLLM project\n");
   mi_test::write_text(model / "sub/extra.safetensors", "x");
+  // A signature past the first megabytes of a large JSON (real tokenizer.json files are 7-17 MB) is found too.
+  mi_test::write_text(model / "vocab_large.json", "{\"pad\": \"" + std::string(std::size_t(5) << 20, 'a') +
+                                                     "\"}\n# Copyright 2024 The HuggingFace Inc. team.\n");
   std::vector<std::string> names;
   for (const fs::path& f : mi::agents::checkpoint_data_files(model)) names.push_back(f.filename().string());
   EXPECT_EQ(names, (std::vector<std::string>{"config.json", "model-00001-of-00002.safetensors", "model.safetensors", "tokenizer.json"}));

@@ -54,16 +54,7 @@ struct GateWorld {
     write(run / "src/other.cpp", "int other() { return 1; }\n");
     write_protected_manifest(protected_manifest_path(run), snapshot_protected(run, default_protected_globs()));
   }
-  AgentRun make_run(const mi_test::ScriptedLlmServer& server) const {
-    AgentRunConfig cfg;
-    cfg.sandbox.run_dir = run;
-    cfg.sandbox.ckb_dir = fs::path(METAINFER_SOURCE_DIR) / "ckb";
-    cfg.sandbox.command_timeout_s = 30;
-    BackendConfig bc{"openai", server.base_url() + "/v1", "scripted-model", "", false, {}};
-    bc.http.timeout_s = 10;
-    bc.http.retry.initial_backoff_s = 0.01;
-    return AgentRun(cfg, make_backend(bc));
-  }
+  AgentRun make_run(const mi_test::ScriptedLlmServer& server) const { return agents_test::scripted_run(run, server); }
   void expect_nothing_planted() const {
     EXPECT_EQ(slurp(run / "plan.json"), kPlan);
     EXPECT_FALSE(fs::exists(run / "ckb_delta/x.toml"));

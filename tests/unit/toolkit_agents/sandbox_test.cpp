@@ -484,6 +484,22 @@ struct ForcedIsolation {
   ~ForcedIsolation() { ::unsetenv("METAINFER_AGENT_ISOLATION"); }
 };
 
+// A trusted program (the engine gate's verifier) runs only where it can run with no shell around it: the unshare
+// fallback refuses it rather than wrap it in a shell the judged code could reach.
+TEST(AgentSandbox, ATrustedProgramIsRefusedWithoutBubblewrap) {
+  ForcedIsolation forced("unshare");
+  if (command_isolation().kind != IsolationKind::unshare_net || !command_isolation().hides_paths)
+    GTEST_SKIP() << "no unshare with a mount namespace here: " << command_isolation().description;
+  mi_test::TempDir dir("program-unshare");
+  EXPECT_EQ(run_isolated_command("/bin/true", dir.path(), {}, 10, 100).exit_code, 0);  // a command still runs
+  try {
+    run_isolated_command("/bin/true", dir.path(), {}, 10, 100, {}, {}, {}, true, false, {"/bin/true"});
+    ADD_FAILURE() << "a trusted program ran under the unshare fallback";
+  } catch (const mi::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no shell around it"), std::string::npos) << e.what();
+  }
+}
+
 // Without bubblewrap, the unshare fallback still leaks nothing: no network, its own PID namespace, a new root that
 // holds the system, the run directory and the CKB only, the reference trees hidden (also from a command that builds
 // their path at run time, with SWITCH=ON, and from the gate), mounts that cannot be undone, the CKB and the test

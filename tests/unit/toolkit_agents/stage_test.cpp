@@ -37,16 +37,7 @@ struct StageWorld {
     write(run / "tests/kernel_contract.txt", "scale() returns 2\n");
     write_protected_manifest(protected_manifest_path(run), snapshot_protected(run, default_protected_globs()));
   }
-  AgentRun make_run(const mi_test::ScriptedLlmServer& server) const {
-    AgentRunConfig cfg;
-    cfg.sandbox.run_dir = run;
-    cfg.sandbox.ckb_dir = fs::path(METAINFER_SOURCE_DIR) / "ckb";
-    cfg.sandbox.command_timeout_s = 30;
-    BackendConfig bc{"openai", server.base_url() + "/v1", "scripted-model", "", false, {}};
-    bc.http.timeout_s = 10;
-    bc.http.retry.initial_backoff_s = 0.01;  // a script that runs out answers 500: fail fast, not after 15 s of backoff
-    return AgentRun(cfg, make_backend(bc));
-  }
+  AgentRun make_run(const mi_test::ScriptedLlmServer& server) const { return agents_test::scripted_run(run, server); }
 };
 
 TEST(AgentStage, PassesAfterOneRepairRoundWithTheEvidenceFedBack) {
@@ -220,7 +211,8 @@ TEST(AgentStage, AStoppedStageResumesWithItsJudgedRoundsSpent) {
 TEST(AgentStage, GateEvidenceCarryingAForeignSignatureIsWithheld) {
   if (command_isolation().kind == IsolationKind::none) GTEST_SKIP() << "gates run isolated; no isolation here";
   StageWorld w;
-  write(w.run / "gates/kernel.sh", "printf '%s%s\\n' 'from vl' 'lm import LLM  # quoted by the gate'\nexit 0\n");
+  // As a compiler quotes a line: prefixed with its number, so the line-start marker is not at a line's start.
+  write(w.run / "gates/kernel.sh", "printf '%s%s\\n' '    3 | from vl' 'lm import LLM  # quoted by the gate'\nexit 0\n");
   write_protected_manifest(protected_manifest_path(w.run), snapshot_protected(w.run, default_protected_globs()));
   mi_test::ScriptedLlmServer server(json{{"steps", json::array({
       {{"respond", {{"text", "Nothing to change."}}}},
