@@ -44,11 +44,6 @@ std::optional<StageResult> read_record(const fs::path& run_dir, const std::strin
   return r;
 }
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 std::string implementer_task(const StageSpec& stage, int round, const std::string& evidence_file, const std::string& evidence,
                              const std::string& review_file) {
   std::string task = "Stage '" + stage.id + "', round " + std::to_string(round) + ".\n\nObjective:\n" + stage.objective + "\n";
@@ -126,7 +121,7 @@ StageResult run_stage(AgentRun& run, const StageSpec& stage, const GateRunner& g
       const StageRound& last = result.rounds.back();
       first_round = last.round + 1;
       evidence_file = last.evidence_file;
-      evidence = read_text(run_dir / evidence_file);
+      evidence = generator::read_file(run_dir / evidence_file);
       if (!last.reviewer.empty() && fs::exists(run_dir / ("review/" + stage.id + "-r" + std::to_string(last.round) + ".md")))
         review_file = "review/" + stage.id + "-r" + std::to_string(last.round) + ".md";
     }
