@@ -8,6 +8,7 @@
 #include <set>
 
 #include "agents/command_paths.h"
+#include "process/strace_line.h"
 #include "process/subprocess.h"
 
 namespace mi::agents {
@@ -192,15 +193,10 @@ std::vector<FileAccess> audited_accesses(std::istream& log, const std::string& t
   std::map<long, fs::path> cwds; // each process's working directory, as its AT_FDCWD decorations show it
   long tagged = 0;
   for (std::string line; std::getline(log, line);) {
-    std::size_t pos = 0;
-    long pid = 0;
-    try {
-      pid = std::stol(line, &pos);
-    } catch (const std::exception&) {
-      continue;
-    }
-    const std::size_t name_start = line.find_first_not_of(' ', pos);
-    if (name_start == std::string::npos) continue;
+    const std::optional<process::StraceLine> parsed = process::parse_strace_line(line);
+    if (!parsed) continue;
+    const long pid = parsed->pid;
+    const std::size_t name_start = line.size() - parsed->rest.size();
     if (line.compare(name_start, 5, "<... ") == 0) continue;  // a call resumed: its path was on its first line
     const std::size_t open = line.find('(', name_start);
     if (open == std::string::npos) continue;

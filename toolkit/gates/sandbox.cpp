@@ -4,12 +4,14 @@
 
 #include <cctype>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
 
 #include "common/error.h"
 #include "generator/manifest.h"
+#include "process/strace_line.h"
 
 namespace mi::gates {
 namespace fs = std::filesystem;
@@ -80,16 +82,10 @@ std::vector<std::string> outside_accesses(const std::string& log, const std::str
   std::set<long> engine;
   std::istringstream in(log);
   for (std::string line; std::getline(in, line);) {
-    std::size_t pos = 0;
-    long pid = 0;
-    try {
-      pid = std::stol(line, &pos);
-    } catch (const std::exception&) {
-      continue;
-    }
-    const auto name_start = line.find_first_not_of(' ', pos);
-    if (name_start == std::string::npos) continue;
-    const std::string rest = line.substr(name_start);
+    const std::optional<process::StraceLine> parsed = process::parse_strace_line(line);
+    if (!parsed) continue;
+    const long pid = parsed->pid;
+    const std::string rest(parsed->rest);
     if (!engine.count(pid)) {
       if (rest.rfind("execve(\"" + binary_inside + "\"", 0) == 0) engine.insert(pid);
       continue;
