@@ -48,11 +48,7 @@ std::vector<std::string> bwrap_prefix(const fs::path& run_dir, const std::vector
   for (const auto& o : overlays)
     if (std::error_code ec; fs::exists(o, ec)) argv.insert(argv.end(), {"--ro-bind", o.string(), o.string()});
   // Last, so they cover whatever mount above exposed them.
-  for (const auto& h : hidden) {
-    std::error_code ec;
-    if (fs::is_directory(h, ec)) argv.insert(argv.end(), {"--tmpfs", h.string()});
-    else if (fs::exists(h, ec)) argv.insert(argv.end(), {"--ro-bind", "/dev/null", h.string()});
-  }
+  append_bwrap_hides(argv, hidden);
   return argv;
 }
 

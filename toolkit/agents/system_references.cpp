@@ -78,4 +78,12 @@ const std::vector<fs::path>& host_system_reference_trees() {
   return trees;
 }
 
+void append_bwrap_hides(std::vector<std::string>& argv, const std::vector<fs::path>& paths) {
+  for (const auto& h : paths) {
+    std::error_code ec;
+    if (fs::is_directory(h, ec)) argv.insert(argv.end(), {"--tmpfs", h.string()});
+    else if (fs::exists(h, ec)) argv.insert(argv.end(), {"--ro-bind", "/dev/null", h.string()});
+  }
+}
+
 }  // namespace mi::agents

@@ -13,6 +13,7 @@
 // over a file), so it holds whatever the caller passes.
 #pragma once
 #include <filesystem>
+#include <string>
 #include <vector>
 
 namespace mi::agents {
@@ -22,5 +23,9 @@ std::vector<std::filesystem::path> system_reference_trees(const std::filesystem:
 
 // system_reference_trees("/"), found once per process.
 const std::vector<std::filesystem::path>& host_system_reference_trees();
+
+// bubblewrap arguments that cover each of `paths` that exists (an empty tmpfs over a directory, /dev/null over a
+// file); appended after the mounts that expose them.
+void append_bwrap_hides(std::vector<std::string>& argv, const std::vector<std::filesystem::path>& paths);
 
 }  // namespace mi::agents

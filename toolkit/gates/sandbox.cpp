@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "agents/system_references.h"
 #include "common/error.h"
 #include "generator/manifest.h"
 #include "process/strace_line.h"
@@ -23,11 +24,12 @@ bool tool_works(const std::vector<std::string>& argv) {
   return r.exit_code == 0;
 }
 
-// bubblewrap arguments that show the engine only /usr (read-only), a private /proc, /dev and /tmp, and `root` at
-// `inside` (read-only, with its out/ writable).
-std::vector<std::string> bwrap_prefix(const fs::path& root, const std::string& inside) {
+// bubblewrap arguments that show the engine only /usr (read-only, `hidden` covered), a private /proc, /dev and /tmp,
+// and `root` at `inside` (read-only, with its out/ writable).
+std::vector<std::string> bwrap_prefix(const fs::path& root, const std::string& inside, const std::vector<fs::path>& hidden = {}) {
   std::vector<std::string> a = {"bwrap", "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink",
                                 "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin"};
+  agents::append_bwrap_hides(a, hidden);
   if (fs::exists("/etc/ld.so.cache")) a.insert(a.end(), {"--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"});
   a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind", root.string(), inside,
                      "--bind", (root / "out").string(), inside + "/out", "--unshare-all", "--die-with-parent",
@@ -59,10 +61,12 @@ constexpr const char* kTime = "/usr/bin/time";  // GNU time: the engine's own wa
 // Whether a path the engine named (resolved against its working directory `cwd`) is inside `root` or one of the
 // few system files a C++ program reads. /proc and /dev are allowed only file by file: /proc/self/cwd/.. or
 // /dev/fd/N would lead anywhere.
-bool allowed_path(const std::string& named, const std::string& cwd, const std::string& root) {
+bool allowed_path(const std::string& named, const std::string& cwd, const std::string& root, const std::vector<fs::path>& hidden) {
   if (named.empty()) return true;  // AT_EMPTY_PATH: the descriptor itself
   const std::string p = (named[0] == '/' ? fs::path(named) : fs::path(cwd) / named).lexically_normal().string();
   if ((p == root || p.rfind(root + "/", 0) == 0)) return true;
+  for (const auto& h : hidden)
+    if (p == h.string() || p.rfind(h.string() + "/", 0) == 0) return false;
   for (const char* prefix : {"/usr/", "/lib/", "/lib64/", "/sys/devices/system/cpu/"})
     if (p.rfind(prefix, 0) == 0) return true;
   for (const char* file : {"/etc/ld.so.cache", "/etc/ld.so.preload", "/dev/null", "/dev/zero", "/dev/urandom",
@@ -77,7 +81,7 @@ bool allowed_path(const std::string& named, const std::string& cwd, const std::s
 // a link created, a path relative to a directory descriptor the audit cannot resolve. Lines of other processes
 // (bubblewrap's own, GNU time's) are not the engine's.
 std::vector<std::string> outside_accesses(const std::string& log, const std::string& binary_inside, const std::string& cwd,
-                                          const std::string& root) {
+                                          const std::string& root, const std::vector<fs::path>& hidden) {
   std::vector<std::string> outside;
   std::set<long> engine;
   std::istringstream in(log);
@@ -121,7 +125,7 @@ std::vector<std::string> outside_accesses(const std::string& log, const std::str
       outside.push_back("a path relative to a directory descriptor: " + rest.substr(0, 200));
       continue;
     }
-    if (!allowed_path(path, cwd, root)) outside.push_back(path);
+    if (!allowed_path(path, cwd, root, hidden)) outside.push_back(path);
   }
   return outside;
 }
@@ -138,7 +142,10 @@ std::string random_name() {
   return s;
 }
 
-Sandbox::Sandbox(const fs::path& binary, const std::string& expected_sha256, Mode mode) {
+std::vector<fs::path> Sandbox::default_hidden() { return agents::host_system_reference_trees(); }
+
+Sandbox::Sandbox(const fs::path& binary, const std::string& expected_sha256, Mode mode, std::vector<fs::path> hidden)
+    : hidden_(std::move(hidden)) {
   char tmpl[] = "/tmp/mi-XXXXXX";
   if (!mkdtemp(tmpl)) fail("sandbox: cannot create a temporary directory");
   root_ = tmpl;
@@ -208,7 +215,7 @@ SandboxRun Sandbox::run(const std::vector<std::string>& args, double timeout_s) 
     argv = {"strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=%file,%process", "-o", log.string()};
   }
   if (bwrap_) {
-    const auto prefix = bwrap_prefix(root_, inside_root_);
+    const auto prefix = bwrap_prefix(root_, inside_root_, hidden_);
     argv.insert(argv.end(), prefix.begin(), prefix.end());
   }
   // GNU time reports on stderr after the engine has exited, so its line is the last one there; a random tag keeps an
@@ -234,7 +241,7 @@ SandboxRun Sandbox::run(const std::vector<std::string>& args, double timeout_s) 
   }
   if (audit_) {
     std::set<std::string> outside;
-    for (const auto& p : outside_accesses(generator::read_file(log), binary_inside, inside_root_, inside_root_))
+    for (const auto& p : outside_accesses(generator::read_file(log), binary_inside, inside_root_, inside_root_, hidden_))
       outside.insert(p);
     run.outside_paths.assign(outside.begin(), outside.end());
   }
@@ -243,7 +250,7 @@ SandboxRun Sandbox::run(const std::vector<std::string>& args, double timeout_s) 
 
 std::string Sandbox::isolation() const {
   std::string s = bwrap_ ? "bubblewrap: own mount/pid/net namespaces; the engine sees only a random-named copy "
-                           "directory (read-only, at a random path; out/ writable) and /usr"
+                           "directory (read-only, at a random path; out/ writable) and /usr (installed reference trees hidden)"
                          : "no bubblewrap (timing runs only): random-named copy directory as working directory, empty environment";
   s += audit_ ? "; strace audit of the paths the engine named (a second line of defence)" : "; no file-access audit";
   return s;

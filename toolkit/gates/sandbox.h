@@ -2,7 +2,8 @@
 // the binary (checked against the sha256 B0 recorded) and copies of checkpoint inputs (config.json + weights) under
 // random names. With bubblewrap the engine runs in its own mount, PID, IPC, UTS and network namespaces and sees
 // nothing but that directory (read-only, at a random path), a writable out/ for the files it must produce, and the
-// system's read-only /usr. Audited runs (acceptance) need bubblewrap; in addition strace records every path the
+// system's read-only /usr, less the foreign framework sources installed there (agents/system_references.h: an engine
+// an agent wrote must not read a reference tree and pass it on, encoded, in its gate evidence). Audited runs (acceptance) need bubblewrap; in addition strace records every path the
 // engine's processes name in a file system call, and any outside the sandbox and the system directories is reported:
 // a binary that looks for the answers is caught even when it cannot reach them. Timed runs (L3) fall back to the
 // copy directory as working directory and an empty environment where bubblewrap does not run.
@@ -32,8 +33,12 @@ class Sandbox {
   };
 
   // Copies `binary` in under a random name; mi::Error when the copy's sha256 is not `expected_sha256`, or when an
-  // audited sandbox has no bubblewrap to stand on.
-  Sandbox(const std::filesystem::path& binary, const std::string& expected_sha256, Mode mode = Mode::audited);
+  // audited sandbox has no bubblewrap to stand on. `hidden`: system paths covered under bubblewrap (an empty tmpfs
+  // over a directory, /dev/null over a file) and reported by the audit when named; the host's installed reference
+  // trees unless a test passes others.
+  Sandbox(const std::filesystem::path& binary, const std::string& expected_sha256, Mode mode = Mode::audited,
+          std::vector<std::filesystem::path> hidden = default_hidden());
+  static std::vector<std::filesystem::path> default_hidden();
   ~Sandbox();
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
@@ -58,6 +63,7 @@ class Sandbox {
   std::filesystem::path root_;  // host directory
   std::string inside_root_;     // where the engine sees it: a random path under bubblewrap, root_ without
   std::string binary_name_;
+  std::vector<std::filesystem::path> hidden_;
   bool bwrap_ = false, audit_ = false;
   mutable int runs_ = 0;
 };
