@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -19,19 +20,29 @@ namespace mi::agents {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// The files of checkpoint directory `model` a gate may show agent-written code: weights (*.safetensors) and JSON
-// (config, shard index, tokenizer) that carries no foreign signature; never the whole directory, which can hold the
-// checkpoint's own model code (trust_remote_code's modeling_*.py) that an implementer must not read through a gate
-// (found by review: an #include of it came back quoted in the compiler errors of the gate's evidence).
+// The files of checkpoint directory `model` a gate may show agent-written code, by an allow-list: the weights
+// (model*.safetensors, the shard index and the shards it names) and the configuration and tokenizer JSON an engine
+// loads, each only when it carries no foreign signature. Never the whole directory: it can hold the checkpoint's own
+// model code (trust_remote_code's modeling_*.py; found by review: an #include of it came back quoted in the compiler
+// errors of the gate's evidence) and, for a golden case, the answers (trace.json's greedy ids, logits.safetensors;
+// found by review: a static initializer printed them into the next round's evidence).
 std::vector<fs::path> checkpoint_data_files(const fs::path& model) {
   std::vector<fs::path> files;
   std::error_code ec;
   if (!fs::is_directory(model, ec)) return files;
+  std::set<std::string> allowed = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                                   "special_tokens_map.json", "model.safetensors.index.json"};
+  try {  // shards the index names, by plain file name (the engine's loader refuses any other)
+    const json index = read_json_file(model / "model.safetensors.index.json");
+    for (const auto& [tensor, file] : index.at("weight_map").items())
+      if (file.is_string() && fs::path(file.get<std::string>()).filename() == file.get<std::string>()) allowed.insert(file.get<std::string>());
+  } catch (const std::exception&) {  // no index, or one the engine will refuse with its own message
+  }
   for (const auto& e : fs::directory_iterator(model, ec)) {
     const std::string name = e.path().filename().string();
-    const bool weights = name.ends_with(".safetensors"), json_file = name.ends_with(".json");
-    if ((!weights && !json_file) || !fs::is_regular_file(e.path(), ec)) continue;
-    if (json_file && find_foreign_signature_in_file(e.path())) continue;  // the whole file: a tokenizer.json is 7-17 MB
+    const bool weights = name.starts_with("model") && name.ends_with(".safetensors");
+    if ((!weights && !allowed.count(name)) || !fs::is_regular_file(e.path(), ec)) continue;
+    if (name.ends_with(".json") && find_foreign_signature_in_file(e.path())) continue;  // the whole file: a tokenizer.json is 7-17 MB
     files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
@@ -226,6 +237,7 @@ FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path&
                                    "--allow-modified-sources", "--prebuilt", "--threads", std::to_string(std::max(1, threads)),
                                    "--json"};
   for (const auto& g : golden_cases) argv.insert(argv.end(), {"--golden", g.string()});
+  for (const auto& h : o.hidden_paths) argv.insert(argv.end(), {"--hide", h.string()});  // the reference trees
   const process::RunResult r = process::run(argv, {.timeout_s = o.timeout_s});
   json report;
   try {

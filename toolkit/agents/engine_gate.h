@@ -34,12 +34,14 @@ struct EngineGateOptions {
 // it runs the test contracts of the stage and of every stage before it (MANIFEST.json order), in one verify run.
 GateRunner engine_stage_gate(EngineGateOptions options);
 
+// The files of checkpoint directory `model` the gates mount for agent-written code, by an allow-list: model*.safetensors,
+// the shard index and the shards it names, config/generation-config/tokenizer JSON, each JSON only without a foreign
+// signature. Never the directory itself, which can hold the checkpoint's own model code (trust_remote_code's
+// modeling_*.py) or, for a golden case, the answers (trace.json, logits.safetensors).
+std::vector<std::filesystem::path> checkpoint_data_files(const std::filesystem::path& model);
+
 // True when `dir` is an engine directory (MANIFEST.json) carrying the test contract of `stage`
 // (tests/stage_<stage>_test.cpp): the real gate can judge it.
-// The files of checkpoint directory `model` the gates mount for agent-written code: *.safetensors and the *.json
-// files (config, shard index, tokenizer) that carry no foreign signature; never the directory itself, which can hold
-// the checkpoint's own model code (trust_remote_code's modeling_*.py).
-std::vector<std::filesystem::path> checkpoint_data_files(const std::filesystem::path& model);
 
 bool is_engine_directory(const std::filesystem::path& dir, const std::string& stage);
 

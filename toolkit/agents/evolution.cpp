@@ -8,6 +8,7 @@
 
 #include "agents/agent_run.h"
 #include "agents/ckb_delta.h"
+#include "agents/command_paths.h"
 #include "agents/delta_consolidation.h"
 #include "agents/experiment_summary.h"
 #include "agents/protected_files.h"
@@ -392,7 +393,20 @@ EvolutionResult evolve_rounds(const EvolutionConfig& cfg, const BackendFactory& 
 
 }  // namespace
 
+void require_work_dir_apart_from_contracts(const fs::path& work_dir, const fs::path& contracts_dir) {
+  if (contracts_dir.empty()) return;
+  const fs::path work = fs::weakly_canonical(fs::absolute(work_dir)), contracts = fs::weakly_canonical(fs::absolute(contracts_dir));
+  if (path_within(work, contracts))
+    fail("evolve: the work directory ", work.string(), " lies inside the contracts directory ", contracts.string(),
+         ", which is copied into every round's run directory (later rounds would get earlier rounds' transcripts); "
+         "give --work-dir outside it");
+  if (path_within(contracts, work))
+    fail("evolve: the contracts directory ", contracts.string(), " lies inside the work directory ", work.string(),
+         "; give --work-dir outside it");
+}
+
 EvolutionResult evolve(const EvolutionConfig& cfg, const BackendFactory& backends, const GateRunner& gate, bool resume) {
+  require_work_dir_apart_from_contracts(cfg.work_dir, cfg.contracts_dir);
   bool progressed = false;
   EvolutionResult r = evolve_rounds(cfg, backends, gate, resume, progressed);
   write_evolution_records(cfg.work_dir);

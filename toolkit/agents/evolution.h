@@ -87,8 +87,13 @@ inline constexpr const char* kFinalRunDir = "final";
 // A fresh backend per run directory (each holds its own connection settings; tests point it at a scripted server).
 using BackendFactory = std::function<std::unique_ptr<LlmBackend>()>;
 
-// Throws mi::Error for bad configuration, a work directory with a state.json when resume is false, or none (or one
-// for another target) when resume is true.
+// mi::Error when one of the two directories lies inside the other: every run directory gets a copy of the contracts,
+// so a work directory inside them would hand later rounds copies of earlier rounds' transcripts and exploration notes
+// (outside the records the sandbox hides), and contracts inside the work directory would be rewritten by the rounds.
+void require_work_dir_apart_from_contracts(const std::filesystem::path& work_dir, const std::filesystem::path& contracts_dir);
+
+// Throws mi::Error for bad configuration (require_work_dir_apart_from_contracts too), a work directory with a
+// state.json when resume is false, or none (or one for another target) when resume is true.
 EvolutionResult evolve(const EvolutionConfig& config, const BackendFactory& backends, const GateRunner& gate, bool resume);
 
 }  // namespace mi::agents

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <set>
 
 #include "agents/signature_files.h"
@@ -46,20 +47,38 @@ std::vector<fs::path> python_package_dirs(const fs::path& root) {
   return out;
 }
 
+// Whether a file in a bin directory is a script (a text program: "#!" first, or a .py / .sh name), whose text a
+// signature scan can judge; compiled programs are not sources.
+bool script_file(const fs::path& file) {
+  const std::string ext = file.extension().string();
+  if (ext == ".py" || ext == ".sh") return true;
+  std::ifstream in(file, std::ios::binary);
+  char head[2] = {0, 0};
+  in.read(head, 2);
+  return in.gcount() == 2 && head[0] == '#' && head[1] == '!';
+}
+
 }  // namespace
 
 std::vector<fs::path> system_reference_trees(const fs::path& root) {
   std::set<fs::path> found;
   std::error_code ec;
+  // One entry of a Python package directory (or of an egg directory inside one).
+  const auto package_entry = [&](const fs::path& e) {
+    const std::string name = e.filename().string();
+    const bool dir = fs::is_directory(fs::symlink_status(e, ec));
+    // A package directory by its name or its __init__.py; a module by its name or its text.
+    const std::string stem = dir ? name : e.stem().string();
+    if (framework_name(stem) && (dir || e.extension() == ".py")) found.insert(e);
+    else if (dir && fs::is_regular_file(e / "__init__.py", ec) && find_foreign_signature_in_file(e / "__init__.py")) found.insert(e);
+    else if (!dir && e.extension() == ".py" && find_foreign_signature_in_file(e)) found.insert(e);
+  };
   for (const auto& packages : python_package_dirs(root))
     for (const auto& e : entries(packages)) {
-      const std::string name = e.filename().string();
-      const bool dir = fs::is_directory(fs::symlink_status(e, ec));
-      // A package directory by its name or its __init__.py; a module by its name or its text.
-      const std::string stem = dir ? name : e.stem().string();
-      if (framework_name(stem) && (dir || e.extension() == ".py")) found.insert(e);
-      else if (dir && fs::is_regular_file(e / "__init__.py", ec) && find_foreign_signature_in_file(e / "__init__.py")) found.insert(e);
-      else if (!dir && e.extension() == ".py" && find_foreign_signature_in_file(e)) found.insert(e);
+      // An egg install (easy_install, setup.py install): the packages sit one level down, in <name>-<version>.egg/.
+      if (e.extension() == ".egg" && fs::is_directory(fs::symlink_status(e, ec)))
+        for (const auto& inner : entries(e)) package_entry(inner);
+      else package_entry(e);
     }
   for (const char* base : {"usr/share", "usr/local/share", "usr/include", "usr/local/include", "usr/lib", "usr/local/lib", "usr/src",
                            "usr/local/src"})
@@ -70,6 +89,11 @@ std::vector<fs::path> system_reference_trees(const fs::path& root) {
       const std::string name = lower(e.filename().string());
       if (e.extension() == ".h" && (name.rfind("ggml", 0) == 0 || name.rfind("llama", 0) == 0 || name.rfind("gguf", 0) == 0)) found.insert(e);
     }
+  // Scripts installed as programs: llama.cpp's `cmake --install` puts convert_hf_to_gguf.py (thousands of lines of its
+  // source) in ${CMAKE_INSTALL_BINDIR}; pip's console scripts import their framework. Each script is read whole.
+  for (const char* bin : {"usr/bin", "usr/sbin", "usr/local/bin", "usr/local/sbin"})
+    for (const auto& e : entries(root / bin))
+      if (fs::is_regular_file(e, ec) && script_file(e) && find_foreign_signature_in_file(e)) found.insert(e);
   return {found.begin(), found.end()};
 }
 

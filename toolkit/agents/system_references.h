@@ -7,8 +7,14 @@
 //     package or module named like a framework (vllm, sglang, transformers, llama_cpp, gguf, ggml), and any other
 //     package whose __init__.py, or module whose .py file, carries a foreign signature (source_switch.h): a renamed
 //     copy is found by its first file;
+//     packages inside an egg directory (<name>-<version>.egg/) count as packages of the directory;
 //   - usr/{,local/}{share,include,lib,src}/<framework> directories, and headers named ggml*.h / llama*.h / gguf*.h in
-//     usr/{,local/}include.
+//     usr/{,local/}include;
+//   - scripts (#! or .py / .sh) in usr/{,local/}{bin,sbin} whose text carries a foreign signature (llama.cpp's install
+//     puts convert_hf_to_gguf.py in /usr/local/bin).
+// Not scanned (a known limit): other files under /usr. A source tree copied there under a name no rule above knows
+// stays visible to commands, and only output that itself carries a signature is withheld; configure such a tree as
+// a reference path (--reference), which every command and gate hides.
 // run_isolated_command hides all of them from every command and gate (an empty tmpfs over a directory, /dev/null
 // over a file), so it holds whatever the caller passes.
 #pragma once

@@ -78,6 +78,7 @@ int run_evolve(const EvolveOptions& e) {
   }
   cfg.work_dir = !e.work_dir.empty() ? fs::path(e.work_dir)
                                      : fs::path("evolution") / (plan ? plan->constraints.model.filename().string() : std::string("target"));
+  agents::require_work_dir_apart_from_contracts(cfg.work_dir, e.contracts);  // before anything is written there
   if (plan) {
     if (plan->covered && !e.force) {
       std::cerr << "metainfer evolve: the CKB covers these constraints; nothing to evolve (use metainfer generate, or --force)\n";

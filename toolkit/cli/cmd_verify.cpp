@@ -1,4 +1,4 @@
-// `metainfer verify DIR [--golden CASE_DIR ...] [--only GATE] [--allow-modified-sources [--prebuilt]] [--json]`: run
+// `metainfer verify DIR [--golden CASE_DIR ...] [--hide PATH ...] [--only GATE] [--allow-modified-sources [--prebuilt]] [--json]`: run
 // the gates on an engine directory.
 #include <iostream>
 
@@ -31,13 +31,16 @@ void register_verify_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("verify", "Run the gates (L0, L1/L2 per stage, PASS_VERIFIED, L3) on an engine directory");
   struct Options {
     std::string dir, only, reports_dir;
-    std::vector<std::string> golden;
+    std::vector<std::string> golden, hide;
     int threads = 2;
     bool json = false, allow_modified = false, prebuilt = false;
   };
   auto opts = std::make_shared<Options>();
   cmd->add_option("engine_dir", opts->dir, "engine directory (holds MANIFEST.json)")->required();
   cmd->add_option("--golden", opts->golden, "golden case directories (default: tests/data/golden cases of the same shape)");
+  cmd->add_option("--hide", opts->hide,
+                  "a path the engine under test must not see, besides the installed reference trees (repeatable; the "
+                  "agents' final gates pass their --reference trees)");
   cmd->add_option("--only", opts->only, "run only gates whose id starts with this (e.g. L0, L1, PASS_VERIFIED, L3)");
   cmd->add_option("--threads", opts->threads, "engine threads for the gate runs")->capture_default_str();
   cmd->add_flag("--json", opts->json, "print the report as one JSON object");
@@ -64,6 +67,7 @@ void register_verify_command(CLI::App& app, int& exit_code) {
     gopts.allow_modified_sources = opts->allow_modified;
     gopts.prebuilt = opts->prebuilt;
     for (const auto& g : opts->golden) gopts.golden_cases.push_back(g);
+    for (const auto& h : opts->hide) gopts.hidden_paths.push_back(h);
     gopts.reports_dir = opts->reports_dir;
     const gates::Report report = gates::verify_engine(engine, gopts, opts->only);
     print_report(report, engine, opts->json, std::cout, gates::reports_directory(engine, gopts));

@@ -384,7 +384,7 @@ GateResult acceptance_gate(const generator::Engine& engine, const GateOptions& o
     g.evidence["bounds"] = {{"precise_near_tie", bounds.near_tie}, {"precise_logit_tolerance", bounds.precise_tolerance},
                             {"fast_logit_tolerance", bounds.fast_tolerance}, {"chunk_small", bounds.chunk_small}};
 
-    Sandbox sandbox(engine.binary, build.binary_sha256);
+    Sandbox sandbox(engine.binary, build.binary_sha256, Sandbox::Mode::audited, sandbox_hidden_paths(options));
     g.evidence["isolation"] = sandbox.isolation();
     g.evidence["binary_sha256"] = build.binary_sha256;
     const std::string default_mode = engine.manifest.at("constraints").value("numerics", "precise");

@@ -54,7 +54,7 @@ GateResult evidence_gate(const generator::Engine& engine, const GateOptions& opt
     const int new_tokens = std::max(1, std::min(int(bound("l3_new_tokens")), context - prompt_tokens - 1));
     const int repeats = std::max(1, int(bound("repeats")));
 
-    Sandbox sandbox(engine.binary, record.binary_sha256, Sandbox::Mode::timed);
+    Sandbox sandbox(engine.binary, record.binary_sha256, Sandbox::Mode::timed, sandbox_hidden_paths(options));
     const std::string model = sandbox.add_checkpoint(checkpoint);
     long peak_rss_kb = 0;
     json self_reported;

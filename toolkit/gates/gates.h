@@ -25,7 +25,13 @@ struct GateOptions {
   // B0 takes DIR/build as an earlier confined build left it (prebuilt_build_gate) instead of building: the agents'
   // final gates compile agent-written code inside the isolation of agents' commands, then run the later gates here.
   bool prebuilt = false;
+  // Paths hidden from the engine under test besides the host's installed reference trees (Sandbox::default_hidden):
+  // the agents' reference trees (--reference), which the final gates pass on (`verify --hide`).
+  std::vector<std::filesystem::path> hidden_paths;
 };
+
+// The paths every gate sandbox of this verification hides: the installed reference trees and options.hidden_paths.
+std::vector<std::filesystem::path> sandbox_hidden_paths(const GateOptions& options);
 
 // options.reports_dir, or DIR/reports.
 std::filesystem::path reports_directory(const generator::Engine& engine, const GateOptions& options);
@@ -64,7 +70,7 @@ GateResult prebuilt_build_gate(const generator::Engine& engine, BuildRecord& rec
 
 // L0 provenance, after B0: the binary is the one B0 built and reports the manifest hash (run in the sandbox); no
 // foreign inference framework among its dynamic dependencies.
-GateResult provenance_gate(const generator::Engine& engine, const BuildRecord& record);
+GateResult provenance_gate(const generator::Engine& engine, const BuildRecord& record, const GateOptions& options = {});
 
 // L1 for one stage: its test-contract executable (hash-checked) exits 0 and its GoogleTest JSON report shows every
 // test the contract source declares run to completion without a failure (gtest_results.h).

@@ -159,7 +159,7 @@ GateResult sources_gate(const generator::Engine& engine) {
 
 // L0 provenance, after B0: the binary is the one B0 built, it reports this manifest, and it links no foreign
 // framework. Its --version runs in the sandbox like every other run of the engine.
-GateResult provenance_gate(const generator::Engine& engine, const BuildRecord& record) {
+GateResult provenance_gate(const generator::Engine& engine, const BuildRecord& record, const GateOptions& options) {
   GateResult g{"L0_provenance", "L0", "basic_execution", false, "", {}, 0, nlohmann::json::object()};
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> problems;
@@ -173,7 +173,7 @@ GateResult provenance_gate(const generator::Engine& engine, const BuildRecord& r
   const std::string manifest_sha = generator::sha256_file(engine.dir / "MANIFEST.json");
   std::string reported;
   if (built.empty()) {
-    const Sandbox sandbox(engine.binary, record.binary_sha256);
+    const Sandbox sandbox(engine.binary, record.binary_sha256, Sandbox::Mode::audited, sandbox_hidden_paths(options));
     const SandboxRun v = sandbox.run({"--version", "--json"}, 60);
     g.commands.push_back(v.result.command);
     try {

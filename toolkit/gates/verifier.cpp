@@ -1,6 +1,10 @@
 // The gate runner: gates in order, each on the real artefact; a failing gate stops the run and names the stage, the
 // command and the evidence (paper Appendix A.1: L0 sources -> build -> L0 binary -> L1 per stage -> acceptance -> L3).
 #include "gates/gates.h"
+
+#include <algorithm>
+
+#include "gates/sandbox.h"
 #include "common/error.h"
 #include "generator/manifest.h"
 
@@ -18,6 +22,17 @@ double gate_bound(const ckb::Ckb& ckb, const std::string& gate_id, const std::st
 
 std::filesystem::path reports_directory(const generator::Engine& engine, const GateOptions& options) {
   return options.reports_dir.empty() ? engine.dir / "reports" : options.reports_dir;
+}
+
+std::vector<std::filesystem::path> sandbox_hidden_paths(const GateOptions& options) {
+  std::vector<std::filesystem::path> hidden = Sandbox::default_hidden();
+  for (const auto& p : options.hidden_paths) {
+    std::error_code ec;
+    if (!std::filesystem::exists(p, ec)) continue;  // nothing there to hide (and a mount needs its target)
+    const auto abs = std::filesystem::absolute(p).lexically_normal();
+    if (std::find(hidden.begin(), hidden.end(), abs) == hidden.end()) hidden.push_back(abs);
+  }
+  return hidden;
 }
 
 Report verify_engine(const generator::Engine& engine, const GateOptions& options, const std::string& only) {
@@ -52,7 +67,7 @@ Report verify_engine(const generator::Engine& engine, const GateOptions& options
   if (ok)
     ok = record(options.prebuilt ? prebuilt_build_gate(engine, build, any_stage)
                                  : build_gate(engine, std::max(1, options.threads), build, any_stage));
-  if (ok && selected("L0_provenance")) ok = record(provenance_gate(engine, build));
+  if (ok && selected("L0_provenance")) ok = record(provenance_gate(engine, build, options));
   for (const auto& stage : engine.stage_tests)
     if (ok && selected("L1_stage:" + stage)) ok = record(stage_gate(engine, stage, options, build));
   std::string accepted_as = "PASS_VERIFIED";

@@ -178,6 +178,19 @@ TEST(Evolve, ACoveredTargetNeedsNoRoundUnlessForced) {
   EXPECT_EQ(b.exit_code, 2);
   EXPECT_NE(b.err.find("gates/kernel.sh"), std::string::npos) << b.err;
   EXPECT_NE(b.err.find("tests/stage_kernel_test.cpp"), std::string::npos) << b.err;
+  // A work directory inside the contracts (every round's run directory gets a copy of them, so later rounds would
+  // get earlier rounds' transcripts), or the reverse, is refused before anything is written.
+  for (const auto& [work, contracts_dir] : {std::pair{contracts / "evolution", contracts}, std::pair{dir / "w3", dir / "w3/contracts"}}) {
+    if (!fs::exists(contracts_dir / "gates/target.sh")) write(contracts_dir / "gates/target.sh", "exit 1\n");
+    std::vector<std::string> nested = {"evolve", "--model", mi_test::golden("qwen3-tiny").string(), "--contracts", contracts_dir.string(),
+                                       "--llm-url", server.base_url() + "/v1", "--llm-model", "scripted", "--force", "--work-dir", work.string()};
+    const auto n = mi_test::metainfer(nested, 60);
+    EXPECT_EQ(n.exit_code, 2) << n.out << n.err;
+    EXPECT_NE(n.err.find("give --work-dir outside it"), std::string::npos) << n.err;
+    EXPECT_FALSE(fs::exists(work / "state.json"));
+    EXPECT_FALSE(fs::exists(contracts / "evolution"));
+  }
+  EXPECT_EQ(server.requests().size(), 1u);
 }
 
 // Evolution over an engine: --contracts is an engine directory (generate --no-verify); candidate and regeneration

@@ -94,23 +94,33 @@ TEST(AgentFinalGates, SourceIncludingAFileWithAForeignSignatureFailsTheConfinedB
   expect_confined_build_failed(f, engine, "ported_attention.h");
 }
 
-// The gates mount a checkpoint's data files for agent-written code, not its directory: the checkpoint's own model code
-// (trust_remote_code's modeling_*.py) and any JSON carrying a foreign signature stay out of the sandbox.
+// The gates mount a checkpoint's data files for agent-written code, by an allow-list, not its directory: the
+// checkpoint's own model code (trust_remote_code's modeling_*.py), a golden case's answers (trace.json,
+// logits.safetensors) and any allowed JSON carrying a foreign signature stay out of the sandbox.
 TEST(AgentFinalGates, OnlyTheCheckpointsDataFilesAreMountedForAgentCode) {
   mi_test::TempDir dir("checkpoint-files");
   const fs::path model = dir / "model";
-  for (const char* f : {"config.json", "model.safetensors", "model-00001-of-00002.safetensors", "tokenizer.json"})
+  for (const char* f : {"config.json", "model.safetensors", "model-00001-of-00002.safetensors", "tokenizer.json", "trace.json",
+                        "logits.safetensors", "answers.json"})
     mi_test::write_text(model / f, "{}\n");
+  mi_test::write_text(model / "model.safetensors.index.json",
+                      R"({"metadata": {}, "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "shard-b.safetensors", "c": "../x.safetensors"}})");
+  mi_test::write_text(model / "shard-b.safetensors", "x");
   mi_test::write_text(model / "modeling_secret.py", "# Copyright 2024 The HuggingFace Inc. team.\nfrom transformers import PreTrainedModel\n");
-  mi_test::write_text(model / "notes.json", "{\"code\": [\n\"x\"]}\n# SPDX-FileCopyrightText: Copyright contributors to the vLLM project\n");
+  mi_test::write_text(model / "generation_config.json", "{\"code\": [\n\"x\"]}\n# SPDX-FileCopyrightText: Copyright contributors to the vLLM project\n");
   mi_test::write_text(model / "sub/extra.safetensors", "x");
   // A signature past the first megabytes of a large JSON (real tokenizer.json files are 7-17 MB) is found too.
-  mi_test::write_text(model / "vocab_large.json", "{\"pad\": \"" + std::string(std::size_t(5) << 20, 'a') +
-                                                     "\"}\n# Copyright 2024 The HuggingFace Inc. team.\n");
+  mi_test::write_text(model / "tokenizer_config.json", "{\"pad\": \"" + std::string(std::size_t(5) << 20, 'a') +
+                                                          "\"}\n# Copyright 2024 The HuggingFace Inc. team.\n");
   std::vector<std::string> names;
   for (const fs::path& f : mi::agents::checkpoint_data_files(model)) names.push_back(f.filename().string());
-  EXPECT_EQ(names, (std::vector<std::string>{"config.json", "model-00001-of-00002.safetensors", "model.safetensors", "tokenizer.json"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"config.json", "model-00001-of-00002.safetensors", "model.safetensors",
+                                             "model.safetensors.index.json", "shard-b.safetensors", "tokenizer.json"}));
   EXPECT_TRUE(mi::agents::checkpoint_data_files(dir / "missing").empty());
+  // A golden case: its weights and config, never its answers.
+  names.clear();
+  for (const fs::path& f : mi::agents::checkpoint_data_files(mi_test::golden("qwen3-tiny"))) names.push_back(f.filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"config.json", "model.safetensors"}));
 }
 
 }  // namespace

@@ -32,6 +32,25 @@ TEST(AgentSystemReferences, FrameworkPackagesUnderUsrAreFoundByNameAndBySignatur
                                    root / "usr/src/vllm"}));
 }
 
+// Found by review: foreign sources a standard install puts outside those directories. llama.cpp's `cmake --install`
+// copies convert_hf_to_gguf.py (line-initial `import gguf`) into ${CMAKE_INSTALL_BINDIR}, /usr/local/bin; an egg install
+// puts its packages one level down, in <name>-<version>.egg/. Programs and innocent scripts there stay visible.
+TEST(AgentSystemReferences, InstalledScriptsAndEggPackagesAreFound) {
+  mi_test::TempDir root("sysrefs-bin");
+  write(root / "usr/local/bin/convert_hf_to_gguf.py", "#!/usr/bin/env python3\nimport gguf\nclass TextModel:\n    pass\n");
+  write(root / "usr/bin/vllm", "#!/usr/bin/python3\nimport sys\nfrom vllm.entrypoints.cli.main import main\nsys.exit(main())\n");
+  write(root / "usr/bin/innocent", "#!/bin/sh\necho hello\n");
+  write(root / "usr/bin/program", std::string("\x7f" "ELF") + " import gguf\n");  // not a script: no text to judge
+  const fs::path dist = root / "usr/local/lib/python3.11/dist-packages";
+  const fs::path egg = dist / "vllm-0.6.3-py3.11-linux-x86_64.egg", renamed = dist / "helpers-1.0.egg";
+  write(egg / "vllm/__init__.py", "x = 1\n");
+  write(egg / "EGG-INFO/PKG-INFO", "Name: vllm\n");
+  write(renamed / "models/__init__.py", "# SPDX-FileCopyrightText: Copyright contributors to the vLLM project\n");
+  write(renamed / "numpy_like/__init__.py", "import math\n");
+  EXPECT_EQ(system_reference_trees(root.path()),
+            (std::vector<fs::path>{root / "usr/bin/vllm", root / "usr/local/bin/convert_hf_to_gguf.py", renamed / "models", egg / "vllm"}));
+}
+
 TEST(AgentSystemReferences, CommandsCannotReadTheHostsInstalledTrees) {
   if (command_isolation().kind == IsolationKind::none || !command_isolation().hides_paths) GTEST_SKIP() << "no confining isolation here";
   const auto& trees = host_system_reference_trees();

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "agents/system_references.h"
+#include "gates/gates.h"
 #include "gates/sandbox.h"
 #include "generator/manifest.h"
 
@@ -49,6 +50,17 @@ TEST(GateSandbox, HiddenSystemPathsAreUnreadableAndTheirNamingIsReported) {
 
 TEST(GateSandbox, TheGatesHideTheHostsInstalledReferenceTreesByDefault) {
   EXPECT_EQ(Sandbox::default_hidden(), mi::agents::host_system_reference_trees());
+}
+
+// `verify --hide PATH` (the agents' final gates pass their --reference trees): hidden besides the installed trees,
+// as an absolute path; a path that does not exist has nothing to hide.
+TEST(GateSandbox, VerifyHidesTheGivenPathsBesidesTheInstalledTrees) {
+  mi::gates::GateOptions options;
+  options.hidden_paths = {"/usr/include/../include/stdio.h", "/no/such/reference/tree"};
+  const auto hidden = mi::gates::sandbox_hidden_paths(options);
+  std::vector<fs::path> expected = Sandbox::default_hidden();
+  if (fs::exists("/usr/include/stdio.h")) expected.push_back("/usr/include/stdio.h");
+  EXPECT_EQ(hidden, expected);
 }
 
 }  // namespace
