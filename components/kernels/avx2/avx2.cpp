@@ -448,19 +448,42 @@ void Avx2::axpy(float a, const float* x, float* y, int n) {
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
-// Scores: the dot product inlined per key (two accumulators, one horizontal sum per key).
+// Scores: the dot product inlined per key (two accumulators, one horizontal sum per key), four keys at a time so
+// that eight independent FMA chains hide the FMA latency (one key's two chains left the loop latency-bound: 7.0 vs
+// 9.5 ns per 128-dim key, AMD EPYC Zen 3, L1-resident, under load). Each key's arithmetic is the one-key loop's, in
+// the same order, so the grouping does not change a score.
+namespace {
+inline float key_score(const float* q, const float* kj, int d16, int d, __m256 acc0, __m256 acc1, float scale) {
+  float sum = hsum(_mm256_add_ps(acc0, acc1));
+  for (int i = d16; i < d; ++i) sum += q[i] * kj[i];
+  return sum * scale;
+}
+}  // namespace
+
 void Avx2::attention_scores(const float* q, const float* k, std::size_t ldk, int n, int d, float scale, float* s) {
-  for (int j = 0; j < n; ++j) {
+  const int d16 = d / 16 * 16;
+  int j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const float* kj = k + size_t(j) * ldk;
+    __m256 acc0[4], acc1[4];
+    for (int r = 0; r < 4; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+    for (int i = 0; i < d16; i += 16) {
+      const __m256 q0 = _mm256_loadu_ps(q + i), q1 = _mm256_loadu_ps(q + i + 8);
+      for (int r = 0; r < 4; ++r) {
+        acc0[r] = _mm256_fmadd_ps(q0, _mm256_loadu_ps(kj + r * ldk + i), acc0[r]);
+        acc1[r] = _mm256_fmadd_ps(q1, _mm256_loadu_ps(kj + r * ldk + i + 8), acc1[r]);
+      }
+    }
+    for (int r = 0; r < 4; ++r) s[j + r] = key_score(q, kj + r * ldk, d16, d, acc0[r], acc1[r], scale);
+  }
+  for (; j < n; ++j) {
     const float* kj = k + size_t(j) * ldk;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= d; i += 16) {
+    for (int i = 0; i < d16; i += 16) {
       acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kj + i), acc0);
       acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(kj + i + 8), acc1);
     }
-    float sum = hsum(_mm256_add_ps(acc0, acc1));
-    for (; i < d; ++i) sum += q[i] * kj[i];
-    s[j] = sum * scale;
+    s[j] = key_score(q, kj, d16, d, acc0, acc1, scale);
   }
 }
 
