@@ -527,40 +527,46 @@ void Avx2::rmsnorm(const float* x, const float* w, float* y, int n, float eps) {
   for (; i < n; ++i) y[i] = w[i] * (x[i] * inv_rms);
 }
 
+// Full 8-lane steps use plain loads and stores; only the tail goes through a mask (maskload reads nothing outside it).
+// Masked stores in every step made softmax over 160 scores take 330-480 ns instead of 150 (AMD EPYC Zen 3, one
+// thread, L1-resident, under load). Every lane's arithmetic is the same either way: the results are bitwise equal.
 void Avx2::softmax(float* x, int n) {
   if (n <= 0) return;
-  // Tail lanes are loaded through a mask (maskload reads nothing outside it) and padded with -inf / excluded.
+  const int n8 = n / 8 * 8;
+  const __m256i tail = lane_mask(n - n8);
   __m256 max_v = _mm256_set1_ps(-__builtin_inff());
-  for (int i = 0; i < n; i += 8) {
-    const __m256i m = lane_mask(n - i);
-    const __m256 v = _mm256_blendv_ps(max_v, _mm256_maskload_ps(x + i, m), _mm256_castsi256_ps(m));
-    max_v = _mm256_max_ps(max_v, v);
-  }
+  for (int i = 0; i < n8; i += 8) max_v = _mm256_max_ps(max_v, _mm256_loadu_ps(x + i));
+  if (n8 < n) max_v = _mm256_max_ps(max_v, _mm256_blendv_ps(max_v, _mm256_maskload_ps(x + n8, tail), _mm256_castsi256_ps(tail)));
   __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(max_v), _mm256_extractf128_ps(max_v, 1));
   m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
   m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
   const __m256 mx = _mm256_set1_ps(_mm_cvtss_f32(m4));
   __m256 sum = _mm256_setzero_ps();
-  for (int i = 0; i < n; i += 8) {
-    const __m256i m = lane_mask(n - i);
-    const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), mx)), _mm256_castsi256_ps(m));
-    _mm256_maskstore_ps(x + i, m, e);
+  for (int i = 0; i < n8; i += 8) {
+    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), mx));
+    _mm256_storeu_ps(x + i, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  if (n8 < n) {
+    const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(_mm256_maskload_ps(x + n8, tail), mx)), _mm256_castsi256_ps(tail));
+    _mm256_maskstore_ps(x + n8, tail, e);
     sum = _mm256_add_ps(sum, e);
   }
   const __m256 inv = _mm256_set1_ps(1.0f / hsum(sum));
-  for (int i = 0; i < n; i += 8) {
-    const __m256i m = lane_mask(n - i);
-    _mm256_maskstore_ps(x + i, m, _mm256_mul_ps(_mm256_maskload_ps(x + i, m), inv));
-  }
+  for (int i = 0; i < n8; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+  if (n8 < n) _mm256_maskstore_ps(x + n8, tail, _mm256_mul_ps(_mm256_maskload_ps(x + n8, tail), inv));
 }
 
 void Avx2::silu_mul(const float* gate, const float* up, float* out, int n) {
   const __m256 one = _mm256_set1_ps(1.0f);
-  for (int i = 0; i < n; i += 8) {
-    const __m256i m = lane_mask(n - i);
-    const __m256 g = _mm256_maskload_ps(gate + i, m);
-    const __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), g))));
-    _mm256_maskstore_ps(out + i, m, _mm256_mul_ps(s, _mm256_maskload_ps(up + i, m)));
+  const auto silu_times = [&](__m256 g, __m256 u) {
+    return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), g)))), u);
+  };
+  const int n8 = n / 8 * 8;  // full steps plain, the tail masked (as softmax)
+  for (int i = 0; i < n8; i += 8) _mm256_storeu_ps(out + i, silu_times(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  if (n8 < n) {
+    const __m256i m = lane_mask(n - n8);
+    _mm256_maskstore_ps(out + n8, m, silu_times(_mm256_maskload_ps(gate + n8, m), _mm256_maskload_ps(up + n8, m)));
   }
 }
 
