@@ -8,6 +8,7 @@
 #include <set>
 
 #include "agents/command_paths.h"
+#include "agents/protected_files.h"
 #include "process/strace_line.h"
 #include "process/subprocess.h"
 
@@ -192,6 +193,7 @@ std::vector<FileAccess> audited_accesses(std::istream& log, const std::string& t
   std::set<long> setup;          // processes seen before the tagged execve: the isolation's own
   std::map<long, fs::path> cwds; // each process's working directory, as its AT_FDCWD decorations show it
   long tagged = 0;
+  bool tagged_own = false;       // the tagged process still runs the program of the tagged execve
   for (std::string line; std::getline(log, line);) {
     const std::optional<process::StraceLine> parsed = process::parse_strace_line(line);
     if (!parsed) continue;
@@ -204,6 +206,7 @@ std::vector<FileAccess> audited_accesses(std::istream& log, const std::string& t
     if (!tagged) {
       if (call == "execve" && line.find(tag, open) != std::string::npos) {
         tagged = pid;
+        tagged_own = true;
         setup.erase(pid);
         continue;  // the command's shell itself
       } else {
@@ -215,7 +218,10 @@ std::vector<FileAccess> audited_accesses(std::istream& log, const std::string& t
       if (call == "exit_group") setup.erase(pid);  // its PID may be reused by a process of the command
       continue;
     }
+    if (call == "exit_group" && pid == tagged) tagged_own = false;  // its PID may be reused
     if (call == "exit_group" || call == "getcwd") continue;
+    const bool by_tagged = tagged_own && pid == tagged;
+    if (by_tagged && call == "execve") tagged_own = false;  // it runs another program from here on
     const std::vector<std::string> args = split_args(line, open + 1);
     fs::path& here = cwds.try_emplace(pid, cwd).first->second;
     const bool succeeded = line.size() >= 4 && line.compare(line.size() - 4, 4, " = 0") == 0;
@@ -228,7 +234,7 @@ std::vector<FileAccess> audited_accesses(std::istream& log, const std::string& t
       if (call_name == "chdir" && succeeded) next_cwd = p;
       if (only_within && std::none_of(only_within->begin(), only_within->end(), [&](const fs::path& h) { return path_within(p, h); }))
         return;
-      out.push_back({call_name, p, walk && text.find('/') == std::string::npos, is_stat_only(call_name)});
+      out.push_back({call_name, p, walk && text.find('/') == std::string::npos, is_stat_only(call_name), by_tagged});
     };
     if (call == "fchdir") {
       fs::path dir;
@@ -301,6 +307,47 @@ std::vector<ReachedHiddenPath> reached_hidden_paths(const std::vector<FileAccess
     }
   std::sort(out.begin(), out.end(), [](const ReachedHiddenPath& a, const ReachedHiddenPath& b) { return a.hidden < b.hidden; });
   return out;
+}
+
+std::vector<HiddenPath> classify_hidden_paths(const std::vector<fs::path>& hidden, const fs::path& run_dir,
+                                              const std::vector<fs::path>& references,
+                                              const std::vector<std::pair<fs::path, std::string>>& foreign) {
+  std::vector<HiddenPath> out;
+  std::error_code ec;
+  for (const fs::path& h : hidden) {
+    HiddenPath p{h, !fs::is_regular_file(h, ec), "", ""};
+    const auto f = std::find_if(foreign.begin(), foreign.end(), [&](const auto& x) { return x.first == h; });
+    const std::string rel = path_within(h, run_dir) ? h.lexically_relative(run_dir).generic_string() : "";
+    if (std::find(references.begin(), references.end(), h) != references.end()) {
+      p.rule = "reference_path";
+      p.shown = h.string() + ", a reference source tree";
+    } else if (f != foreign.end()) {
+      p.rule = "foreign_signature";
+      p.shown = f->second;
+    } else if (!rel.empty() && is_hidden_record(rel)) {
+      p.rule = "workflow_record";
+      p.shown = rel + ", a record of the workflow (transcripts, logs, metrics)";
+    } else {
+      p.rule = "reference_path";
+      p.shown = h.string() + ", foreign framework sources installed on this system (system_references.h)";
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::string describe_accesses(const std::vector<FileAccess>& accesses) {
+  std::string how;
+  for (const FileAccess& a : accesses) how += (how.empty() ? "" : ", ") + a.call + " " + a.path.string();
+  return how;
+}
+
+std::string program_audit_tag(const fs::path& program) {
+  const std::string s = program.string();
+  if (s.empty() || s.front() != '/') return "";
+  for (const char c : s)
+    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') return "";
+  return "(\"" + s + "\", [";
 }
 
 }  // namespace mi::agents

@@ -18,12 +18,18 @@
 //   - the target of a symlink the command creates, at or below a hidden path.
 // A hidden directory itself (listed, entered) does not count: its cover shows nothing, and walkers list it.
 //
+// The gates run agent-written code under the same audit (gate_watch.h judge_gate_accesses): a script gate's shell is
+// tagged like an agent's command; the engine gate's verifier runs with no shell around it, so its own execve (the
+// first of the verifier's binary after the isolation's set-up: program_audit_tag) is what tells the isolation's
+// processes from the ones that count, the verifier and everything it starts (the compiler, the stage tests).
+//
 // Not seen: file operations submitted through io_uring, and a symlink the command makes and removes before it ends
 // that leads into a hidden path by a name the audit reads lexically. The mounts hide the paths either way.
 #pragma once
 #include <filesystem>
 #include <istream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mi::agents {
@@ -33,6 +39,8 @@ struct FileAccess {
   std::filesystem::path path;   // absolute, lexically normal, as the command's processes saw the file system
   bool walk = false;            // a bare name relative to a directory descriptor (a directory walk)
   bool stat_only = false;       // metadata only (stat, access, readlink): no content, no listing
+  bool by_tagged = false;       // made by the tagged process itself (the command's shell, a program's own process),
+                                // before it executed anything else; not by a process it started
 };
 
 // Whether strace can audit commands here (probed once). METAINFER_AGENT_AUDIT=off says no (tests of the fallback to
@@ -64,6 +72,23 @@ struct ReachedHiddenPath {
   std::size_t hidden = 0;               // index into the hidden paths
   std::vector<FileAccess> accesses;     // the accesses that count (the first few)
 };
+
+// The rule each of `hidden` (every path hidden from a command or gate: CommandResult::hidden) counts under, and how
+// messages name it: `references` (canonical) -> reference_path; `foreign` (path, why: a file carrying a foreign
+// signature) -> foreign_signature; a record of `run_dir` (protected_files.h) -> workflow_record; anything else
+// (foreign sources installed on the system, system_references.h) -> reference_path.
+std::vector<HiddenPath> classify_hidden_paths(const std::vector<std::filesystem::path>& hidden, const std::filesystem::path& run_dir,
+                                              const std::vector<std::filesystem::path>& references,
+                                              const std::vector<std::pair<std::filesystem::path, std::string>>& foreign);
+
+// "open /ref/vllm/x.py, stat ..." for a reached hidden path's accesses.
+std::string describe_accesses(const std::vector<FileAccess>& accesses);
+
+// The tag audited_accesses keys on for a program started with no shell around it (isolated_command.h `program`): the
+// start of its own execve's arguments as strace prints them, `("/path/to/program", [`. A set-up process's execve
+// (bubblewrap's: its filename is bwrap) never starts so, and inside a string strace escapes every '"'. Empty when the
+// path holds a character strace would escape otherwise (no tag: the run is not audited).
+std::string program_audit_tag(const std::filesystem::path& program);
 
 // The hidden paths `command` (run in `cwd`) reached for by the accesses above (rules above), in the order of `hidden`.
 std::vector<ReachedHiddenPath> reached_hidden_paths(const std::vector<FileAccess>& accesses, const std::vector<HiddenPath>& hidden,

@@ -80,6 +80,8 @@ struct VerifierRun {
   std::optional<json> report;  // the verifier's --json report; none when it gave none
   std::string output_tail;
   std::vector<Violation> violations;  // what the agent-written code it ran changed in the run directory (gate_watch.h)
+  std::vector<Violation> reached;     // the hidden paths its processes reached for (the audit: gate_watch.h)
+  std::string audit_note;             // describe_gate_accesses: the reached paths, or that the run was not audited
 };
 
 // `metainfer verify . --only <only> --allow-modified-sources --json` in the run directory, isolated.
@@ -138,14 +140,22 @@ VerifierRun run_verifier(const EngineGateOptions& o, const fs::path& run_dir, co
     // from agents' commands (signature_files.h).
     std::vector<fs::path> hidden = o.hidden_paths;
     for (const auto& f : signature_file_paths(run_dir)) hidden.push_back(f);
+    // Audited (gate_watch.h): from the verifier's own execve on, every process of the run (the verifier, the build it
+    // starts, the stage tests) is seen, and only hidden paths are kept: the verifier's reads of the run directory, the
+    // toolkit's files and the system never count. Its own scan of the engine directory opens every file it lists, a
+    // covered record among them: judged as a walk (judge_gate_accesses' trusted_program), while any process it starts
+    // that reaches for a hidden path counts.
     r = run_isolated_command(command, run_dir, readonly, o.timeout_s, o.max_evidence_bytes * 4, hidden, overlays, env, true,
-                             false, program);
+                             /*audit=*/true, program);
   } catch (const Error& e) {  // no isolation that can keep the references hidden: the gate does not run
     v.output_tail = e.what();
     v.violations = watch->judge();
     return v;
   }
   v.violations = watch->judge();
+  const std::string gate = "verify --only " + only;
+  v.reached = judge_gate_accesses(run_dir, gate, r, o.hidden_paths, command, /*trusted_program=*/true);
+  v.audit_note = describe_gate_accesses(gate, r, v.reached);
   v.timed_out = r.timed_out;
   v.exit_code = r.exit_code;
   v.output_tail = process::tail(r.output, o.max_evidence_bytes);
@@ -180,8 +190,10 @@ GateRunner engine_stage_gate(EngineGateOptions o) {
     }
     if (only.find("L1_stage:" + stage) == std::string::npos) return {false, "the engine has no stage test for stage '" + stage + "'"};
     VerifierRun v = run_verifier(o, run_dir, only, 1);
-    // A verifier run that left changes outside the build tree fails, whatever the report says; the evidence names them.
-    const std::string changed = describe_gate_violations("verify --only " + only, v.violations);
+    // A verifier run that left changes outside the build tree, or whose processes reached for a hidden path, fails,
+    // whatever the report says; the evidence names them.
+    const std::string changed = describe_gate_violations("verify --only " + only, v.violations) + v.audit_note;
+    v.violations.insert(v.violations.end(), v.reached.begin(), v.reached.end());
     if (!v.report) return {false, changed + verifier_failure(o, v), std::move(v.violations)};
     const bool passed = v.exit_code == 0 && v.report->value("state", "") == "PASSED:" + only && v.violations.empty();
     return {passed, changed + process::tail(evidence_of(*v.report), o.max_evidence_bytes), std::move(v.violations)};
@@ -220,10 +232,13 @@ FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path&
   // B0 compiles agent-written code, which could #include (or .incbin) a reference tree by its absolute path: it runs
   // in the isolation of the stage gate, with the same paths hidden, and no agent acts between it and the gates below.
   const VerifierRun build = run_verifier(o, engine_dir, "B0_build", threads);
-  // A build that changed the engine directory outside build/ fails too, whatever its report says (gate_watch.h).
-  if (!build.report || build.exit_code != 0 || build.report->value("state", "") != "PASSED:B0_build" || !build.violations.empty()) {
+  // A build that changed the engine directory outside build/, or whose processes reached for a hidden path, fails
+  // too, whatever its report says (gate_watch.h); either is a violation of the run.
+  out.violations = build.violations;
+  out.violations.insert(out.violations.end(), build.reached.begin(), build.reached.end());
+  if (!build.report || build.exit_code != 0 || build.report->value("state", "") != "PASSED:B0_build" || !out.violations.empty()) {
     out.state = "FAILED:B0_build";
-    out.evidence = process::tail(describe_gate_violations("verify --only B0_build", build.violations) +
+    out.evidence = process::tail(describe_gate_violations("verify --only B0_build", build.violations) + build.audit_note +
                                      "the confined build (B0 in the isolation of agents' commands) failed:\n" +
                                      (build.report ? evidence_of(*build.report) : verifier_failure(o, build)),
                                  o.max_evidence_bytes);
@@ -252,7 +267,7 @@ FinalGatesOutcome engine_final_gates(const EngineGateOptions& o, const fs::path&
     return out;
   }
   out.state = report.value("state", "");
-  out.evidence = process::tail("confined build: " + evidence_of(*build.report) + evidence_of(report), o.max_evidence_bytes);
+  out.evidence = process::tail(build.audit_note + "confined build: " + evidence_of(*build.report) + evidence_of(report), o.max_evidence_bytes);
   // Every selected gate must have run and passed: a report without acceptance or L3 is no acceptance.
   bool acceptance = false, evidence = false, provenance = false;
   for (const json& g : report.value("gates", json::array())) {

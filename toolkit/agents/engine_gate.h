@@ -11,7 +11,12 @@
 // and the gate reads the one it prints), the reference trees and files carrying foreign signatures hidden; the host's ccache is readable (CCACHE_READONLY) so unchanged files build fast, and
 // nothing the agents' code does can write into it.
 // What it changes in the engine directory besides its build tree is judged like an agent's command's changes
-// (gate_watch.h): undone, counted as violations, and the gate fails.
+// (gate_watch.h): undone, counted as violations, and the gate fails. It runs under the audit of agents' commands
+// (strace outside the isolation, command_audit.h), keyed on the verifier's own execve since no shell of ours is
+// around it: a hidden path that any process of the run reached for (a stage test's static initializer opening a
+// reference tree by a path it built, the compiler following an #include into one) is a violation and fails the gate.
+// Only hidden paths are judged, so the verifier's own reads (the engine directory, the toolkit's files, the system)
+// never count; without strace the evidence says the run was not audited.
 #pragma once
 #include <filesystem>
 #include <vector>
@@ -68,6 +73,9 @@ struct FinalGatesOutcome {
   std::string acceptance;  // the acceptance route when it passed: "PASS_VERIFIED" | "PASS_VERIFIED_ORACLE"; else ""
   std::string state;       // the verifier's state, e.g. "PASSED:L0_provenance,PASS_VERIFIED,L3" or "FAILED:PASS_VERIFIED"
   std::string evidence;    // every gate's line and each failing gate's evidence
+  // What the confined build's processes changed in the engine directory or reached for among the hidden paths
+  // (gate_watch.h); B0 failed. The callers record them in the run's violation log.
+  std::vector<Violation> violations = {};
 };
 // golden_cases: as `generate --golden` (empty: the verifier's discovery under tests/data/golden).
 FinalGatesOutcome engine_final_gates(const EngineGateOptions& options, const std::filesystem::path& engine_dir, int threads,

@@ -110,6 +110,8 @@ void run_stages_and_final_gates(AgentRun& run, const std::vector<EngineStageBrie
   }
   result.final_gates = final_gates(dir);
   result.final_gates_ran = true;
+  // What the confined build's processes changed or reached for (hidden paths) counts like any refusal of the sandbox.
+  for (const Violation& v : result.final_gates.violations) run.sandbox().record_violation(v);
   generator::write_file(dir / "reports" / "agents" / "final_gates.txt", result.final_gates.evidence);
   result.state = result.final_gates.passed ? result.final_gates.acceptance : result.final_gates.state;
   if (!result.final_gates.passed && result.state.rfind("FAILED", 0) != 0) result.state = "FAILED:" + result.state;

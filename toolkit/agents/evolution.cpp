@@ -246,6 +246,9 @@ class Round {
     // The stage gate passed; its verdict came from the executable the agents' code is linked into. Before the delta
     // may be merged, the regenerated engine must pass the gates that run it from outside (acceptance, L3).
     const FinalGatesOutcome f = cfg_.final_gates(regen);
+    // What the confined build's processes changed or reached for (hidden paths) counts like any refusal of the sandbox.
+    for (const Violation& v : f.violations) run->sandbox().record_violation(v);
+    if (!f.violations.empty()) run->write_records();
     record_["regenerate_final_gates"] = {{"passed", f.passed}, {"state", f.state}, {"acceptance", f.acceptance}};
     save();
     if (f.passed) return "";

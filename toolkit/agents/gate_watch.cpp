@@ -1,7 +1,10 @@
 #include "agents/gate_watch.h"
 
 #include "agents/change_judge.h"
+#include "agents/command_audit.h"
 #include "agents/command_journal.h"
+#include "agents/command_paths.h"
+#include "agents/protected_files.h"
 #include "common/error.h"
 
 namespace mi::agents {
@@ -35,6 +38,48 @@ std::string describe_gate_violations(const std::string& gate, const std::vector<
   std::string s = "gate " + gate + " FAILED: the agent-written code it ran changed the run directory (" + std::to_string(violations.size()) +
                   " file(s)); each change is a violation:\n";
   for (const auto& v : violations) s += "  refused (" + v.rule + "): " + v.path + ": " + v.detail + "\n";
+  return s;
+}
+
+std::vector<Violation> judge_gate_accesses(const fs::path& run_dir, const std::string& gate, const CommandResult& r,
+                                           const std::vector<fs::path>& references, const std::string& command_text,
+                                           bool trusted_program) {
+  std::vector<Violation> out;
+  if (!r.audited) return out;
+  std::vector<FileAccess> accesses = r.accesses;
+  if (trusted_program)
+    for (FileAccess& a : accesses)
+      if (a.by_tagged) a.walk = true;
+  std::vector<fs::path> refs;
+  for (const fs::path& p : references) {
+    std::error_code ec;
+    refs.push_back(p);
+    if (const fs::path c = fs::weakly_canonical(p, ec); !ec) refs.push_back(c);
+  }
+  // The run directory's hidden files that are not records: the files carrying a foreign signature the gate hid.
+  std::vector<std::pair<fs::path, std::string>> foreign;
+  for (const fs::path& h : r.hidden)
+    if (path_within(h, run_dir) && !is_hidden_record(h.lexically_relative(run_dir).generic_string()))
+      foreign.push_back({h, h.lexically_relative(run_dir).generic_string() + ", which carries a foreign framework's source signature"});
+  const std::vector<HiddenPath> hidden = classify_hidden_paths(r.hidden, run_dir, refs, foreign);
+  for (const ReachedHiddenPath& reached : reached_hidden_paths(accesses, hidden, command_text, run_dir)) {
+    const HiddenPath& h = hidden[reached.hidden];
+    const std::string shown = path_within(h.path, run_dir) ? h.path.lexically_relative(run_dir).generic_string() : h.path.string();
+    out.push_back({"gate", "gate", shown, h.rule,
+                   "code the gate " + gate + " ran reached for " + h.shown + " (" + describe_accesses(reached.accesses) +
+                       "); it is hidden from gates, so it found nothing there, and the attempt counts and fails the gate"});
+  }
+  return out;
+}
+
+std::string describe_gate_accesses(const std::string& gate, const CommandResult& r, const std::vector<Violation>& reached) {
+  if (!r.audited)
+    return "gate " + gate + ": file accesses not audited (no strace here): hidden paths stay hidden, but an attempt to reach "
+           "one is not counted\n";
+  if (reached.empty()) return "";
+  std::string s = "gate " + gate + " FAILED: the code it ran reached for " + std::to_string(reached.size()) +
+                  " hidden path(s); each attempt is a violation:\n";
+  for (const auto& v : reached) s += "  refused (" + v.rule + "): " + v.path + ": " + v.detail + "\n";
   return s;
 }
 

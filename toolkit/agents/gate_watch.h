@@ -14,6 +14,11 @@
 // change. If the process dies while the gate runs, the journal stays: no gate runs while it is there
 // (require_untampered), and the next sandbox opened on the run directory, or the next command of this one, judges
 // it by the same rule.
+//
+// And a gate's run is audited as an agent's command is (command_audit.h): the hidden paths (reference trees, files
+// carrying a foreign signature, the workflow's records, foreign sources installed on the system) that any process of
+// the gate reached for, by whatever path it built, are violations under the rule of what hides them, and the gate
+// FAILS (judge_gate_accesses). Without strace the gate's evidence says its accesses were not audited.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -35,6 +40,24 @@ std::vector<Violation> judge_gate_changes(const std::filesystem::path& run_dir, 
 
 // The evidence a gate that changed the run directory gives: a line per violation (empty when there is none).
 std::string describe_gate_violations(const std::string& gate, const std::vector<Violation>& violations);
+
+// The hidden paths the audited run `r` of gate `gate` reached for (r.audited; none otherwise), one Violation (role
+// "gate", tool "gate") per hidden path under its rule (command_audit.h classify_hidden_paths): `references` are the
+// caller's reference trees, the files of `run_dir` among r.hidden that are not records are the signature files the
+// gate hid. `command_text`: what the gate ran as its own text (the gate script), whose wildcards explain an access to a
+// hidden file as for an agent's command. `trusted_program`: the run's tagged process is a program the toolkit trusts
+// (the engine gate's verifier, isolated_command.h `program`), whose own accesses are judged as a walk's (it opens what
+// it lists or was given: its scan of the engine directory opens metrics.json by full path, and finds it covered):
+// a hidden file it opens does not count, a path below a hidden directory still does. Every process it starts (the
+// build, the compiler, the stage tests) is judged in full. The verifier runs its scans in its main thread; a thread
+// of it (a PID of its own in the log) would be judged as a process it started: noisy, never blind.
+std::vector<Violation> judge_gate_accesses(const std::filesystem::path& run_dir, const std::string& gate, const CommandResult& r,
+                                           const std::vector<std::filesystem::path>& references, const std::string& command_text,
+                                           bool trusted_program = false);
+
+// The evidence of a gate's audited run: a line per hidden path reached (judge_gate_accesses), or, when `r` was not
+// audited (no strace), a line saying so; empty for an audited run that reached for nothing.
+std::string describe_gate_accesses(const std::string& gate, const CommandResult& r, const std::vector<Violation>& reached);
 
 class GateWatch {
  public:

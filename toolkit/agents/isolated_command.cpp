@@ -280,8 +280,10 @@ CommandResult run_isolated_command(const std::string& command, const fs::path& r
   } else {
     argv = {"unshare", iso.description.rfind("unshare -rn", 0) == 0 ? "-rn" : "-n", "/bin/bash", "-c", shell};
   }
+  // A program started with no shell around it carries no tag of ours: its own execve is the key (command_audit.h).
+  const std::string keyed_by = program.empty() ? tag : program_audit_tag(program.front());
   std::optional<AuditDir> audit_dir;
-  if (audit && command_audit_available()) {
+  if (audit && !keyed_by.empty() && command_audit_available()) {
     audit_dir.emplace();
     std::vector<std::string> traced = command_audit_prefix(audit_dir->path / "strace.log");
     traced.insert(traced.end(), argv.begin(), argv.end());
@@ -309,7 +311,7 @@ CommandResult run_isolated_command(const std::string& command, const fs::path& r
   if (audit_dir) {
     std::ifstream log(audit_dir->path / "strace.log");
     out.audited = true;
-    out.accesses = audited_accesses(log, tag, run_dir, root ? root->path : fs::path(), &hidden_paths);
+    out.accesses = audited_accesses(log, keyed_by, run_dir, root ? root->path : fs::path(), &hidden_paths);
   }
   if (out.output.size() > max_output_bytes) {
     out.truncated = true;

@@ -41,7 +41,9 @@
 // holds every tool result of every role (the explorer's reference reads under SWITCH=ON among them).
 //
 // With `audit`, the command runs under strace (command_audit.h; outside the isolation, so the command can neither see
-// nor change the log) and the result carries every path its processes named; without strace, `audited` is false.
+// nor change the log) and the result carries every hidden path its processes named; without strace, `audited` is
+// false. A `program` (below) is audited from its own execve on, itself and everything it starts: the isolation's
+// set-up before it is not the command's.
 #pragma once
 #include <filesystem>
 #include <map>

@@ -92,16 +92,27 @@ GateRunner script_gate(double timeout_s, std::size_t max_evidence_bytes, std::ve
     CommandResult r;
     std::string not_run;
     try {
-      r = run_isolated_command("bash " + script, run_dir, {}, timeout_s, max_evidence_bytes, hide, readonly);
+      // Audited (gate_watch.h): a hidden path the script or what it calls reached for fails the gate and counts.
+      r = run_isolated_command("bash " + script, run_dir, {}, timeout_s, max_evidence_bytes, hide, readonly, {}, true,
+                               /*audit=*/true);
     } catch (const Error& e) {
       not_run = e.what();
     }
     std::vector<Violation> violations = watch->judge();
     if (!not_run.empty()) return {false, std::string("gate ") + script + " not run: " + not_run, std::move(violations)};
+    // The script's own wildcards explain an access to a hidden file as an agent command's do (command_audit.h).
+    std::string script_text;
+    try {
+      script_text = generator::read_file(run_dir / script);
+    } catch (const std::exception&) {
+    }
+    const std::vector<Violation> reached = judge_gate_accesses(run_dir, script, r, hidden, "bash " + script + "\n" + script_text);
     std::string head = r.timed_out ? "gate " + script + " timed out after " + std::to_string(int(timeout_s)) + " s"
                                    : "gate " + script + ": exit status " + std::to_string(r.exit_code);
+    const std::string evidence = describe_gate_violations(script, violations) + describe_gate_accesses(script, r, reached) + head + "\n" + r.output;
+    violations.insert(violations.end(), reached.begin(), reached.end());
     const bool passed = !r.timed_out && r.exit_code == 0 && violations.empty();
-    return {passed, describe_gate_violations(script, violations) + head + "\n" + r.output, std::move(violations)};
+    return {passed, evidence, std::move(violations)};
   };
 }
 

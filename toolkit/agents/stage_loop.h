@@ -38,8 +38,10 @@ using GateRunner = std::function<GateOutcome(const std::filesystem::path& run_di
 // commands (no network, the reference trees `hidden` as for them: it builds and runs agent-written code), passing on
 // exit status 0; evidence is the status and the output's tail. The run directory's build trees are removed first: the
 // gate builds from scratch and never runs what agents' commands left there. The script's run is watched
-// (gate_watch.h): a change it made outside the build trees is undone, returned as a violation, and fails the gate. A
-// missing script, or no isolation that confines the file system, is a failure that says so.
+// (gate_watch.h): a change it made outside the build trees is undone, returned as a violation, and fails the gate; and
+// audited (strace, as agents' commands are): a hidden path it or what it calls reached for (a reference tree by a
+// path built at run time, a signature file, a record) is returned as a violation and fails the gate too. A missing
+// script, or no isolation that confines the file system, is a failure that says so.
 GateRunner script_gate(double timeout_s = 600, std::size_t max_evidence_bytes = 16 * 1024,
                        std::vector<std::filesystem::path> hidden = {});
 

@@ -479,31 +479,10 @@ void ToolSandbox::judge_interrupted_command() {
 void ToolSandbox::judge_audited_accesses(const AgentRoleSpec& role, const std::string& command, const CommandResult& r,
                                          const std::vector<std::pair<fs::path, std::string>>& foreign, ToolOutcome& out,
                                          std::string& notes) {
-  std::vector<HiddenPath> hidden;
-  std::error_code ec;
-  for (const fs::path& h : r.hidden) {
-    HiddenPath p{h, !fs::is_regular_file(h, ec), "", ""};
-    const auto f = std::find_if(foreign.begin(), foreign.end(), [&](const auto& x) { return x.first == h; });
-    const std::string rel = path_within(h, config_.run_dir) ? h.lexically_relative(config_.run_dir).generic_string() : "";
-    if (std::find(references_.begin(), references_.end(), h) != references_.end()) {
-      p.rule = "reference_path";
-      p.shown = h.string() + ", a reference source tree";
-    } else if (f != foreign.end()) {
-      p.rule = "foreign_signature";
-      p.shown = f->second;
-    } else if (!rel.empty() && is_hidden_record(rel)) {
-      p.rule = "workflow_record";
-      p.shown = rel + ", a record of the workflow (transcripts, logs, metrics)";
-    } else {
-      p.rule = "reference_path";
-      p.shown = h.string() + ", foreign framework sources installed on this system (system_references.h)";
-    }
-    hidden.push_back(p);
-  }
+  const std::vector<HiddenPath> hidden = classify_hidden_paths(r.hidden, config_.run_dir, references_, foreign);
   for (const ReachedHiddenPath& reached : reached_hidden_paths(r.accesses, hidden, command, config_.run_dir)) {
     const HiddenPath& h = hidden[reached.hidden];
-    std::string how;
-    for (const FileAccess& a : reached.accesses) how += (how.empty() ? "" : ", ") + a.call + " " + a.path.string();
+    const std::string how = describe_accesses(reached.accesses);
     const std::string shown = path_within(h.path, config_.run_dir) ? h.path.lexically_relative(config_.run_dir).generic_string() : h.path.string();
     const std::string detail = "the command reached for " + h.shown + " (" + how + "); it is hidden from commands, so the "
                                "command found nothing there, and the attempt counts";

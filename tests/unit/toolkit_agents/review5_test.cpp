@@ -112,20 +112,4 @@ TEST(Review5, AnImplementersShellCannotReadAnInstalledConverterScript) {
               slice.violation, slice.output.c_str());
 }
 
-// Gap 3: agent-written code that a gate runs reaches for a hidden reference tree by a path built at run time; the
-// mount shows it nothing, but unlike an agent's command (strace audit) the attempt is neither counted nor fails the
-// gate: gate runs are not audited (stage_loop.cpp script_gate, engine_gate.cpp run_verifier: audit = false).
-TEST(Review5, AGatesCalleeReachingForAHiddenReferenceIsCounted) {
-  if (command_isolation().kind == IsolationKind::none || !command_isolation().hides_paths) GTEST_SKIP() << "no isolation";
-  mi_test::TempDir dir("review5-gate-audit");
-  const fs::path ref = dir / "ref", run = dir / "run";
-  write(ref / "vllm/model.py", "weights = 'reference text'\n");
-  write(run / "gates/s1.sh", "bash src/check.sh; exit 0\n");
-  write(run / "src/check.sh", "d=$(echo " + (dir / "r").string() + "ef); cat \"$d/vllm/model.py\" || true\n");
-  write_protected_manifest(protected_manifest_path(run), snapshot_protected(run, default_protected_globs()));
-  const GateOutcome g = script_gate(30, 16 * 1024, {ref})(run, "s1");
-  EXPECT_EQ(g.evidence.find("reference text"), std::string::npos) << g.evidence;  // hidden: holds
-  EXPECT_FALSE(g.violations.empty()) << "the attempt was not counted; gate passed=" << g.passed << "\n" << g.evidence;
-}
-
 }  // namespace
