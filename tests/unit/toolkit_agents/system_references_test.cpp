@@ -1,10 +1,14 @@
 // Foreign framework sources installed under the system directories commands see (/usr) are found and hidden: a
-// planted system tree stands in for /usr, which a test cannot write.
+// planted system tree stands in for /usr, which a test should not write (the one host-planting test is opt-in).
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
 
 #include "../toolkit_support.h"
 #include "agents/isolated_command.h"
 #include "agents/system_references.h"
+#include "agents/tool_sandbox.h"
 #include "agents_test_support.h"
 
 namespace {
@@ -59,6 +63,34 @@ TEST(AgentSystemReferences, CommandsCannotReadTheHostsInstalledTrees) {
   const std::string target = fs::is_directory(trees.front()) ? "ls -A " + trees.front().string() + " | wc -l" : "wc -c < " + trees.front().string();
   const CommandResult r = run_isolated_command(target, dir.path(), {}, 30, 4096);
   EXPECT_EQ(r.output.substr(0, r.output.find_first_not_of("0123456789")), "0") << trees.front() << ": " << r.output;
+}
+
+// Found by review, on the real host (opt-in: METAINFER_TEST_PLANT_HOST=1, as root; plants a file in /usr/local/bin
+// for the length of the test): an installed script carrying a signature was readable by the implementer's shell with
+// SWITCH=OFF, and a slice of it without the marker line came back whole and uncounted. Now it is hidden and naming it
+// counts. The host's trees are found once per process, so run it in a process of its own (as ctest does).
+TEST(AgentSystemReferences, AnImplementersShellCannotReadAnInstalledConverterScript) {
+  if (!std::getenv("METAINFER_TEST_PLANT_HOST")) GTEST_SKIP() << "plants a file in /usr/local/bin; set METAINFER_TEST_PLANT_HOST=1";
+  if (command_isolation().kind == IsolationKind::none || !command_isolation().hides_paths) GTEST_SKIP() << "no isolation";
+  const fs::path planted = "/usr/local/bin/mi_test_convert_hf_to_gguf.py";
+  struct Remove {
+    fs::path p;
+    ~Remove() { std::error_code ec; fs::remove(p, ec); }
+  } remove{planted};
+  std::ofstream(planted) << "#!/usr/bin/env python3\nimport gguf\nREFERENCE_BODY_LINE = 'rope_theta handling'\n";
+  mi_test::TempDir dir("sysrefs-bin-host");
+  SandboxConfig c;
+  c.run_dir = dir.path();
+  c.ckb_dir = fs::path(METAINFER_SOURCE_DIR) / "ckb";
+  c.command_timeout_s = 30;
+  ToolSandbox sb(c);
+  const AgentRoleSpec implementer = find_role(c.ckb_dir / "roles", "implementer");
+  const ToolOutcome whole = sb.call(implementer, "run_command", {{"command", "cat " + planted.string()}});
+  const ToolOutcome slice = sb.call(implementer, "run_command", {{"command", "tail -n 1 " + planted.string()}});
+  for (const ToolOutcome* o : {&whole, &slice}) {
+    EXPECT_EQ(o->output.find("REFERENCE_BODY_LINE"), std::string::npos) << o->output;
+    EXPECT_TRUE(o->violation) << o->output;
+  }
 }
 
 }  // namespace

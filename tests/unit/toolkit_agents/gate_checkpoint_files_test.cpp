@@ -1,0 +1,54 @@
+// What of a checkpoint the gates show agent-written code: its allow-listed data files only (checkpoint_data_files),
+// never a golden case's answers, which a static initializer in the stage tests would otherwise print into the next
+// round's evidence.
+#include <gtest/gtest.h>
+
+#include "../toolkit_support.h"
+#include "agents/engine_gate.h"
+#include "agents/isolated_command.h"
+#include "agents/protected_files.h"
+#include "agents_test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace mi::agents;
+using nlohmann::json;
+using agents_test::write;
+
+// Found by review: agent-written code linked into a stage test reads the golden trace by its absolute path inside the stage
+// gate's isolation, and the verifier's evidence would hand it to the next round's implementer (no filter but the
+// foreign signature one): gates mount only the checkpoint's allow-listed data files (checkpoint_data_files). The engine's checkpoint is the golden case itself, as in AgentGenerate.* and `generate --model
+// tests/data/golden/...` (the hf_trace route to PASS_VERIFIED).
+TEST(AgentGateCheckpointFiles, AgentCodeInTheStageGateCannotReadTheGoldenTraceIntoTheEvidence) {
+  if (command_isolation().kind != IsolationKind::bubblewrap) GTEST_SKIP() << "the engine gate needs bubblewrap";
+  mi_test::TempDir dir("gate-golden");
+  const fs::path run = dir / "engine";
+  const fs::path golden = mi_test::golden("qwen3-tiny");
+  write(run / "MANIFEST.json",
+        json{{"format", "metainfer-manifest/1"}, {"engine", "e"}, {"binary", "build/e"}, {"stages", {"basic_execution"}},
+             {"constraints", {{"model", golden.string()}}}, {"files", json::array()}}.dump(2));
+  write(run / "CMakeLists.txt", "cmake_minimum_required(VERSION 3.16)\nproject(e CXX)\nfind_package(GTest REQUIRED)\n"
+                                "add_executable(e src/engine/engine_main.cpp src/answer.cpp)\n"
+                                "add_executable(stage_basic_execution tests/stage_basic_execution_test.cpp src/answer.cpp)\n"
+                                "target_link_libraries(stage_basic_execution GTest::gtest_main)\n");
+  write(run / "tests/stage_basic_execution_test.cpp",
+        "#include <gtest/gtest.h>\nint answer();\nTEST(BasicExecution, Answers) { EXPECT_EQ(answer(), 42); }\n");
+  write(run / "plan.json", "{\"constraints\": {\"max_context\": 512}}\n");
+  write(run / "src/engine/engine_main.cpp", "int answer();\nint main() { return answer() == 42 ? 0 : 1; }\n");
+  write(run / "src/answer.cpp", "#include <cstdio>\n#include <fstream>\n#include <sstream>\n#include <string>\n"
+                                "namespace {\nstruct Leak {\n  Leak() {\n"
+                                "    std::ifstream in(\"" + (golden / "trace.json").string() + "\");\n"
+                                "    std::stringstream s; s << in.rdbuf(); const std::string t = s.str();\n"
+                                "    const auto at = t.find(\"greedy_ids\");\n"
+                                "    if (at != std::string::npos) std::printf(\"LEAKED %s\\n\", t.substr(at, 120).c_str());\n"
+                                "    std::fflush(stdout);\n"
+                                "  }\n} leak;\n}  // namespace\n"
+                                "int answer() { return 41; }\n");
+  write_protected_manifest(protected_manifest_path(run), snapshot_protected(run, default_protected_globs()));
+  const GateOutcome g = engine_stage_gate({METAINFER_BINARY, METAINFER_SOURCE_DIR, 600})(run, "basic_execution");
+  EXPECT_FALSE(g.passed);
+  EXPECT_EQ(g.evidence.find("LEAKED"), std::string::npos) << g.evidence;
+}
+
+}  // namespace
