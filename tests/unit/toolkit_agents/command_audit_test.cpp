@@ -23,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace mi::agents;
+using agents_test::ForcedEnv;
 using agents_test::write;
 
 const fs::path kRoles = fs::path(METAINFER_SOURCE_DIR) / "ckb" / "roles";
@@ -150,12 +151,6 @@ struct AuditedRun {
   }
 };
 
-struct ForcedEnv {
-  std::string name;
-  ForcedEnv(const char* n, const char* v) : name(n) { ::setenv(n, v, 1); }
-  ~ForcedEnv() { ::unsetenv(name.c_str()); }
-};
-
 void expect_built_paths_counted(const AuditedRun& w) {
   ToolSandbox sb(w.config());
   const AgentRoleSpec impl = find_role(kRoles, "implementer");
@@ -264,19 +259,12 @@ TEST(AgentCommandAudit, OverheadOnABuildCommand) {
   ToolSandbox sb(c);
   const AgentRoleSpec impl = find_role(kRoles, "implementer");
   const std::string build = "rm -rf build && cmake -S src -B build -G Ninja > /dev/null && cmake --build build -j 1 > /dev/null && ./build/p";
-  std::map<bool, std::vector<double>> wall;
-  for (int rep = 0; rep < 3; ++rep)
-    for (const bool audited : {false, true}) {
-      std::optional<ForcedEnv> off;
-      if (!audited) off.emplace("METAINFER_AGENT_AUDIT", "off");
-      const auto t0 = std::chrono::steady_clock::now();
-      const ToolOutcome r = sb.call(impl, "run_command", {{"command", build}});
-      wall[audited].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      ASSERT_TRUE(r.ok) << r.output;
-      ASSERT_FALSE(r.violation) << r.output;
-    }
-  for (auto& [audited, v] : wall) std::sort(v.begin(), v.end());
-  const double plain = wall[false][1], traced = wall[true][1];
+  const auto wall = agents_test::audited_and_plain_walls([&] {
+    const ToolOutcome r = sb.call(impl, "run_command", {{"command", build}});
+    EXPECT_TRUE(r.ok) << r.output;
+    EXPECT_FALSE(r.violation) << r.output;
+  });
+  const double plain = wall.at(false)[1], traced = wall.at(true)[1];
   std::printf("[audit cost] build command: %.2f s without strace, %.2f s with (median of 3; +%.0f%%); runs: ", plain, traced,
               100.0 * (traced / plain - 1));
   for (auto& [audited, v] : wall)

@@ -28,13 +28,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace mi::agents;
 using nlohmann::json;
+using agents_test::ForcedEnv;
 using agents_test::write;
-
-struct ForcedEnv {
-  std::string name;
-  ForcedEnv(const char* n, const char* v) : name(n) { ::setenv(n, v, 1); }
-  ~ForcedEnv() { ::unsetenv(name.c_str()); }
-};
 
 std::string rules(const std::vector<Violation>& violations) {
   std::string s;
@@ -160,25 +155,11 @@ TEST(AgentGateAudit, TheVerifiersOwnExecveKeysTheAudit) {
   EXPECT_TRUE(counted(all, "reference_path", "/ref")) << rules(all);
 }
 
-const char* kPlan = "{\"constraints\": {\"max_context\": 512}}\n";
-
-// A small engine directory for the real verifier (as gate_writes_test.cpp's): one stage test linking the
-// implementer's src/answer.cpp, whose answer must be 42; the run directory holds the workflow's records, as a real
-// run's does, so they are among the hidden paths.
+// A small engine directory for the real verifier (agents_test::write_small_engine, its checkpoint an empty directory);
+// the run directory holds the workflow's records, as a real run's does, so they are among the hidden paths.
 void write_small_engine(const fs::path& dir, const fs::path& run, const std::string& answer_cpp) {
   fs::create_directories(dir / "model");
-  write(run / "MANIFEST.json",
-        json{{"format", "metainfer-manifest/1"}, {"engine", "e"}, {"binary", "build/e"}, {"stages", {"basic_execution"}},
-             {"constraints", {{"model", (dir / "model").string()}}}, {"files", json::array()}}.dump(2));
-  write(run / "CMakeLists.txt", "cmake_minimum_required(VERSION 3.16)\nproject(e CXX)\nfind_package(GTest REQUIRED)\n"
-                                "add_executable(e src/engine/engine_main.cpp src/answer.cpp)\n"
-                                "add_executable(stage_basic_execution tests/stage_basic_execution_test.cpp src/answer.cpp)\n"
-                                "target_link_libraries(stage_basic_execution GTest::gtest_main)\n");
-  write(run / "tests/stage_basic_execution_test.cpp",
-        "#include <gtest/gtest.h>\nint answer();\nTEST(BasicExecution, Answers) { EXPECT_EQ(answer(), 42); }\n");
-  write(run / "plan.json", kPlan);
-  write(run / "src/engine/engine_main.cpp", "int answer();\nint main() { return answer() == 42 ? 0 : 1; }\n");
-  write(run / "src/answer.cpp", answer_cpp);
+  agents_test::write_small_engine(run, dir / "model", answer_cpp);
   write(run / "transcripts/explorer-001.jsonl", "{\"SECRET\": 1}\n");
   write(run / "metrics.json", "{}\n");
   write_protected_manifest(protected_manifest_path(run), snapshot_protected(run, default_protected_globs()));
@@ -235,20 +216,13 @@ TEST(AgentGateAudit, OverheadOnAnEngineStageGate) {
   if (command_isolation().kind != IsolationKind::bubblewrap || !command_audit_available()) GTEST_SKIP() << "needs bubblewrap and strace";
   EngineGateRun w;
   write_small_engine(w.dir.path(), w.run, "int answer() { return 42; }\n");
-  std::map<bool, std::vector<double>> wall;
-  for (int rep = 0; rep < 3; ++rep)
-    for (const bool audited : {false, true}) {
-      std::optional<ForcedEnv> off;
-      if (!audited) off.emplace("METAINFER_AGENT_AUDIT", "off");
-      const auto t0 = std::chrono::steady_clock::now();
-      const GateOutcome g = w.gate();
-      wall[audited].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      ASSERT_TRUE(g.passed) << g.evidence;
-      ASSERT_TRUE(g.violations.empty()) << rules(g.violations);
-    }
-  for (auto& [audited, v] : wall) std::sort(v.begin(), v.end());
-  std::printf("[gate audit cost] engine stage gate: %.2f s without strace, %.2f s with (median of 3; %+.0f%%); runs: ", wall[false][1],
-              wall[true][1], 100.0 * (wall[true][1] / wall[false][1] - 1));
+  const auto wall = agents_test::audited_and_plain_walls([&] {
+    const GateOutcome g = w.gate();
+    EXPECT_TRUE(g.passed) << g.evidence;
+    EXPECT_TRUE(g.violations.empty()) << rules(g.violations);
+  });
+  std::printf("[gate audit cost] engine stage gate: %.2f s without strace, %.2f s with (median of 3; %+.0f%%); runs: ", wall.at(false)[1],
+              wall.at(true)[1], 100.0 * (wall.at(true)[1] / wall.at(false)[1] - 1));
   for (auto& [audited, v] : wall)
     for (double x : v) std::printf("%s%.2f ", audited ? "audited=" : "plain=", x);
   std::printf("\n");

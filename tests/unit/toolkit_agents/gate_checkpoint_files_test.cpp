@@ -13,7 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace mi::agents;
-using nlohmann::json;
 using agents_test::write;
 
 // Found by review: agent-written code linked into a stage test reads the golden trace by its absolute path inside the stage
@@ -25,17 +24,7 @@ TEST(AgentGateCheckpointFiles, AgentCodeInTheStageGateCannotReadTheGoldenTraceIn
   mi_test::TempDir dir("gate-golden");
   const fs::path run = dir / "engine";
   const fs::path golden = mi_test::golden("qwen3-tiny");
-  write(run / "MANIFEST.json",
-        json{{"format", "metainfer-manifest/1"}, {"engine", "e"}, {"binary", "build/e"}, {"stages", {"basic_execution"}},
-             {"constraints", {{"model", golden.string()}}}, {"files", json::array()}}.dump(2));
-  write(run / "CMakeLists.txt", "cmake_minimum_required(VERSION 3.16)\nproject(e CXX)\nfind_package(GTest REQUIRED)\n"
-                                "add_executable(e src/engine/engine_main.cpp src/answer.cpp)\n"
-                                "add_executable(stage_basic_execution tests/stage_basic_execution_test.cpp src/answer.cpp)\n"
-                                "target_link_libraries(stage_basic_execution GTest::gtest_main)\n");
-  write(run / "tests/stage_basic_execution_test.cpp",
-        "#include <gtest/gtest.h>\nint answer();\nTEST(BasicExecution, Answers) { EXPECT_EQ(answer(), 42); }\n");
-  write(run / "plan.json", "{\"constraints\": {\"max_context\": 512}}\n");
-  write(run / "src/engine/engine_main.cpp", "int answer();\nint main() { return answer() == 42 ? 0 : 1; }\n");
+  agents_test::write_small_engine(run, golden);
   write(run / "src/answer.cpp", "#include <cstdio>\n#include <fstream>\n#include <sstream>\n#include <string>\n"
                                 "namespace {\nstruct Leak {\n  Leak() {\n"
                                 "    std::ifstream in(\"" + (golden / "trace.json").string() + "\");\n"

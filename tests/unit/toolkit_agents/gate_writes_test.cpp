@@ -31,7 +31,7 @@ using agents_test::step;
 using agents_test::text;
 using agents_test::write;
 
-const char* kPlan = "{\"constraints\": {\"max_context\": 512}}\n";
+const char* kPlan = agents_test::kSmallEnginePlan;
 
 // What the reviewer's reproduction planted (issue 12): the implementer writes src/check.sh, the protected gate script
 // runs it, and it rewrites the plan, plants a CKB delta and the explorer's notes, and rewrites another source.
@@ -240,21 +240,10 @@ TEST(AgentGateWrites, ThePlanIsProtectedAndHashed) {
   }
 }
 
-// A small engine directory for the real verifier: one stage test linking the implementer's src/answer.cpp (written
-// by the test), whose answer must be 42.
+// A small engine directory for the real verifier (agents_test::write_small_engine), its checkpoint an empty directory.
 void write_small_engine(const fs::path& dir, const fs::path& run) {
   fs::create_directories(dir / "model");
-  write(run / "MANIFEST.json",
-        json{{"format", "metainfer-manifest/1"}, {"engine", "e"}, {"binary", "build/e"}, {"stages", {"basic_execution"}},
-             {"constraints", {{"model", (dir / "model").string()}}}, {"files", json::array()}}.dump(2));
-  write(run / "CMakeLists.txt", "cmake_minimum_required(VERSION 3.16)\nproject(e CXX)\nfind_package(GTest REQUIRED)\n"
-                                "add_executable(e src/engine/engine_main.cpp src/answer.cpp)\n"
-                                "add_executable(stage_basic_execution tests/stage_basic_execution_test.cpp src/answer.cpp)\n"
-                                "target_link_libraries(stage_basic_execution GTest::gtest_main)\n");
-  write(run / "tests/stage_basic_execution_test.cpp",
-        "#include <gtest/gtest.h>\nint answer();\nTEST(BasicExecution, Answers) { EXPECT_EQ(answer(), 42); }\n");
-  write(run / "plan.json", kPlan);
-  write(run / "src/engine/engine_main.cpp", "int answer();\nint main() { return answer() == 42 ? 0 : 1; }\n");
+  agents_test::write_small_engine(run, dir / "model");
 }
 
 // (b) The engine stage gate, with the real verifier on a small engine directory: the test contract links the
