@@ -91,6 +91,13 @@ std::vector<std::string> split_args(const std::string& line, std::size_t start) 
     if (c == '"') {
       quoted = true;
       cur += c;
+    } else if (c == '<' && depth == 0 && (cur == "AT_FDCWD" || (!cur.empty() && cur.find_first_not_of("-0123456789") == std::string::npos))) {
+      // A descriptor's -y decoration, "3</dir>": strace escapes neither brackets nor parentheses in the path (a
+      // directory named "x(" would open a level that never closes), so it runs to the '>' that ends the argument.
+      std::size_t end = i + 1;
+      while (end < line.size() && !(line[end] == '>' && (end + 1 == line.size() || line[end + 1] == ',' || line[end + 1] == ')'))) ++end;
+      cur += line.substr(i, end - i + 1);
+      i = end;
     } else if (c == '(' || c == '[' || c == '{' || c == '<') {
       ++depth;
       cur += c;
@@ -151,6 +158,43 @@ fs::path normal(const fs::path& p) {
   fs::path n = p.lexically_normal();
   if (!n.has_filename() && n.has_parent_path() && n != n.root_path()) n = n.parent_path();
   return n;
+}
+
+// The root entries that are symlinks into /usr on a merged-/usr system (/lib -> usr/lib, ...), as the commands see
+// them (the isolation re-creates them): /lib/x is judged as /usr/lib/x.
+fs::path unalias(const fs::path& p) {
+  static const std::map<std::string, fs::path> aliases = [] {
+    std::map<std::string, fs::path> m;
+    for (const char* d : {"bin", "sbin", "lib", "lib32", "lib64", "libx32"}) {
+      std::error_code ec;
+      const fs::path link = fs::path("/") / d;
+      if (!fs::is_symlink(link, ec)) continue;
+      const fs::path target = fs::read_symlink(link, ec);
+      if (!ec) m[d] = (target.is_absolute() ? target : fs::path("/") / target).lexically_normal();
+    }
+    return m;
+  }();
+  auto it = p.begin();
+  if (it == p.end() || *it != "/" || ++it == p.end()) return p;
+  const auto a = aliases.find(it->string());
+  if (a == aliases.end()) return p;
+  fs::path out = a->second;
+  for (++it; it != p.end(); ++it) out /= *it;
+  return out;
+}
+
+// A path through an open descriptor with more after it (/proc/<self|pid>/fd/N/x, /proc/<..>/task/T/fd/N/x,
+// /dev/fd/N/x): the descriptor's directory is not in the log, so the audit cannot tell where it leads. Such a path is
+// re-rooted under kUnresolvedDescriptor and counts as a reach for a hidden path (classify_hidden_paths adds it).
+bool through_descriptor(const fs::path& p) {
+  std::vector<std::string> c;
+  for (const auto& part : p) c.push_back(part.string());
+  const auto number = [](const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; };
+  if (c.size() >= 5 && c[0] == "/" && c[1] == "dev" && c[2] == "fd" && number(c[3])) return true;
+  if (c.size() < 6 || c[0] != "/" || c[1] != "proc") return false;
+  std::size_t at = 3;
+  if (c[at] == "task" && c.size() >= 8) at += 2;  // /proc/<pid>/task/<tid>/fd/N/x
+  return c[at] == "fd" && number(c[at + 1]) && c.size() > at + 2;
 }
 
 // /proc/self/root/x (and /proc/<pid>/root/x) is /x for a process of the command; /proc/self/cwd/x is cwd/x.
@@ -230,8 +274,12 @@ std::vector<FileAccess> audited_accesses(std::istream& log, const std::string& t
     auto add = [&](const std::string& call_name, const fs::path& base, const std::string& text, bool walk) {
       if (text.empty()) return;  // AT_EMPTY_PATH: the descriptor itself
       fs::path p = fs::path(text).is_absolute() ? fs::path(text) : base / text;
-      p = unproc(normal(p), here);
+      p = unalias(unproc(normal(p), here));
       if (call_name == "chdir" && succeeded) next_cwd = p;
+      if (through_descriptor(p)) {
+        out.push_back({call_name, fs::path(kUnresolvedDescriptor) / p.relative_path(), false, false, by_tagged});
+        return;
+      }
       if (only_within && std::none_of(only_within->begin(), only_within->end(), [&](const fs::path& h) { return path_within(p, h); }))
         return;
       out.push_back({call_name, p, walk && text.find('/') == std::string::npos, is_stat_only(call_name), by_tagged});
@@ -333,6 +381,9 @@ std::vector<HiddenPath> classify_hidden_paths(const std::vector<fs::path>& hidde
     }
     out.push_back(p);
   }
+  out.push_back({kUnresolvedDescriptor, true, "reference_path",
+                 "a path through an open descriptor (/proc/self/fd/N/..., /dev/fd/N/...), which the audit cannot resolve, "
+                 "so it counts as a reach for a hidden path"});
   return out;
 }
 

@@ -34,6 +34,10 @@
 
 namespace mi::agents {
 
+// Where audited_accesses re-roots a path through an open descriptor it cannot resolve (/proc/self/fd/N/x,
+// /dev/fd/N/x); classify_hidden_paths always adds it as a hidden directory, so such an access always counts.
+inline constexpr const char* kUnresolvedDescriptor = "/proc/self/fd/.mi-unresolved-descriptor";
+
 struct FileAccess {
   std::string call;             // the system call; "symlink-target" for where a new symlink leads
   std::filesystem::path path;   // absolute, lexically normal, as the command's processes saw the file system

@@ -27,6 +27,15 @@ bool framework_name(const std::string& name) {
   return std::find(framework_names().begin(), framework_names().end(), n) != framework_names().end();
 }
 
+// A framework's name, alone or followed by a version or variant: "vllm", "vllm-0.6.3", "llama.cpp_b4000",
+// "gguf-0.10.0-py3.11.egg".
+bool framework_named(const std::string& name) {
+  const std::string n = lower(name);
+  for (const auto& f : framework_names())
+    if (n == f || (n.rfind(f, 0) == 0 && (n[f.size()] == '-' || n[f.size()] == '_' || n[f.size()] == '.'))) return true;
+  return false;
+}
+
 std::vector<fs::path> entries(const fs::path& dir) {
   std::vector<fs::path> out;
   std::error_code ec;
@@ -39,7 +48,7 @@ std::vector<fs::path> entries(const fs::path& dir) {
 // Python's package directories under root: usr/lib/python3*/{site,dist}-packages and the same under usr/local/lib.
 std::vector<fs::path> python_package_dirs(const fs::path& root) {
   std::vector<fs::path> out;
-  for (const char* lib : {"usr/lib", "usr/local/lib", "usr/lib64"})
+  for (const char* lib : {"usr/lib", "usr/local/lib", "usr/lib64", "usr/local/lib64"})
     for (const auto& py : entries(root / lib))
       if (py.filename().string().rfind("python3", 0) == 0)
         for (const char* sub : {"site-packages", "dist-packages"})
@@ -78,12 +87,14 @@ std::vector<fs::path> system_reference_trees(const fs::path& root) {
       // An egg install (easy_install, setup.py install): the packages sit one level down, in <name>-<version>.egg/.
       if (e.extension() == ".egg" && fs::is_directory(fs::symlink_status(e, ec)))
         for (const auto& inner : entries(e)) package_entry(inner);
+      else if (e.extension() == ".egg" && framework_named(e.filename().string()))
+        found.insert(e);  // a zipped egg: a zip of the package's sources, judged by its name (its text is compressed)
       else package_entry(e);
     }
   for (const char* base : {"usr/share", "usr/local/share", "usr/include", "usr/local/include", "usr/lib", "usr/local/lib", "usr/src",
                            "usr/local/src"})
-    for (const auto& name : framework_names())
-      if (fs::exists(fs::symlink_status(root / base / name, ec))) found.insert(root / base / name);
+    for (const auto& e : entries(root / base))
+      if (framework_named(e.filename().string())) found.insert(e);
   for (const char* include : {"usr/include", "usr/local/include"})
     for (const auto& e : entries(root / include)) {
       const std::string name = lower(e.filename().string());
@@ -103,8 +114,12 @@ const std::vector<fs::path>& host_system_reference_trees() {
 }
 
 void append_bwrap_hides(std::vector<std::string>& argv, const std::vector<fs::path>& paths) {
-  for (const auto& h : paths) {
+  for (const auto& p : paths) {
     std::error_code ec;
+    // A symlink cannot be mounted over (bubblewrap aborts: every command would fail); what it leads to is covered,
+    // so the link reads as the cover (or dangles, where the target is outside what the sandbox shows).
+    const fs::path h = fs::is_symlink(p, ec) ? fs::canonical(p, ec) : p;
+    if (ec || h.empty()) continue;  // a dangling link: nothing to read through it
     if (fs::is_directory(h, ec)) argv.insert(argv.end(), {"--tmpfs", h.string()});
     else if (fs::exists(h, ec)) argv.insert(argv.end(), {"--ro-bind", "/dev/null", h.string()});
   }

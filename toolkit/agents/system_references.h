@@ -3,13 +3,14 @@
 // /usr/local/lib/python3.X/dist-packages/transformers, a distribution's /usr/lib/python3/dist-packages/vllm,
 // llama.cpp's headers in /usr/include) would be readable by every command, and the signature scan of the run
 // directory never looks there. Scanning all of /usr for signatures is too slow for every command, so the rule is:
-//   - in every Python package directory (usr/lib/python3*/{site,dist}-packages, usr/local/lib/python3*/...), a
+//   - in every Python package directory (usr/{,local/}{lib,lib64}/python3*/{site,dist}-packages), a
 //     package or module named like a framework (vllm, sglang, transformers, llama_cpp, gguf, ggml), and any other
 //     package whose __init__.py, or module whose .py file, carries a foreign signature (source_switch.h): a renamed
 //     copy is found by its first file;
 //     packages inside an egg directory (<name>-<version>.egg/) count as packages of the directory;
-//   - usr/{,local/}{share,include,lib,src}/<framework> directories, and headers named ggml*.h / llama*.h / gguf*.h in
-//     usr/{,local/}include;
+//     a zipped egg (<framework>-<version>.egg, a file) by its name;
+//   - usr/{,local/}{share,include,lib,src}/<framework>[-_.<version>] entries, and headers named ggml*.h / llama*.h /
+//     gguf*.h in usr/{,local/}include;
 //   - scripts (#! or .py / .sh) in usr/{,local/}{bin,sbin} whose text carries a foreign signature (llama.cpp's install
 //     puts convert_hf_to_gguf.py in /usr/local/bin).
 // Not scanned (a known limit): other files under /usr. A source tree copied there under a name no rule above knows
@@ -31,7 +32,7 @@ std::vector<std::filesystem::path> system_reference_trees(const std::filesystem:
 const std::vector<std::filesystem::path>& host_system_reference_trees();
 
 // bubblewrap arguments that cover each of `paths` that exists (an empty tmpfs over a directory, /dev/null over a
-// file); appended after the mounts that expose them.
+// file; a symlink's target, since a link cannot be mounted over); appended after the mounts that expose them.
 void append_bwrap_hides(std::vector<std::string>& argv, const std::vector<std::filesystem::path>& paths);
 
 }  // namespace mi::agents

@@ -282,4 +282,16 @@ TEST(AgentCommandAudit, OverheadOnABuildCommand) {
   std::printf("[audit cost] `ls src`: %.3f s without strace, %.3f s with (mean of 10)\n", small[false], small[true]);
 }
 
+// The same, at the parser: one line of strace 6's output as the command above produces it.
+TEST(AgentCommandAudit, TheParserKeepsAPathWhoseWorkingDirectoryHoldsAParenthesis) {
+  const std::string log =
+      "200 execve(\"/bin/bash\", [\"/bin/bash\", \"-c\", \": mi-audit-0123\"...], 0x7ffd /* 5 vars */) = 0\n"
+      "201 openat(AT_FDCWD</run/build/x(>, \"/ref/vllm/model.py\", O_RDONLY) = -1 ENOENT (No such file or directory)\n";
+  std::istringstream in(log);
+  const std::vector<fs::path> within = {"/ref"};
+  const std::vector<FileAccess> a = audited_accesses(in, "mi-audit-0123", "/run", {}, &within);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].path, "/ref/vllm/model.py");
+}
+
 }  // namespace

@@ -228,4 +228,61 @@ TEST(AgentGateAudit, OverheadOnAnEngineStageGate) {
   std::printf("\n");
 }
 
+// Found by review: a path through a directory descriptor's magic link (/proc/self/fd/N/..., /dev/fd/N/...)
+// reaches into the hidden reference tree and finds nothing (the mount holds); the log does not say where the
+// descriptor leads, so such a path counts as a reach for a hidden path (kUnresolvedDescriptor) and fails the gate. (The
+// same holds for agents' commands.)
+TEST(AgentGateAudit, AGatesCalleeReachingThroughADescriptorPathIsCounted) {
+  if (command_isolation().kind == IsolationKind::none || !command_isolation().hides_paths) GTEST_SKIP() << "no isolation";
+  if (!command_audit_available()) GTEST_SKIP() << "no strace here";
+  for (const std::string& via : std::vector<std::string>{"/proc/self/fd/3", "/dev/fd/3"}) {
+    ScriptGateRun w;
+    // fd 3 is the reference tree's parent (not hidden); the reference is then named below the magic link.
+    write(w.run / "src/check.sh", "exec 3<" + w.ref.parent_path().string() + "; cat " + via + "/r$(echo ef)/vllm/model.py || true\n");
+    w.protect();
+    const GateOutcome g = script_gate(30, 16 * 1024, {w.ref})(w.run, "s1");
+    EXPECT_EQ(g.evidence.find("reference text"), std::string::npos) << g.evidence;  // hidden: holds
+    EXPECT_NE(g.evidence.find(via + "/ref/vllm/model.py"), std::string::npos) << g.evidence;  // it did try
+    EXPECT_FALSE(g.passed) << via << ": " << g.evidence;
+    EXPECT_TRUE(counted(g.violations, "reference_path", kUnresolvedDescriptor)) << via << ": " << rules(g.violations) << g.evidence;
+  }
+}
+
+// Found by review: strace -y prints the working directory in
+// AT_FDCWD</dir> without escaping '(' or ')'. split_args counts '(' as a nesting level, so in a directory whose name
+// holds '(' the rest of the call is one argument and the path is lost: every access of a process working there is
+// unseen. The callee makes such a directory in its build tree (writable to gates) and reaches for the reference.
+TEST(AgentGateAudit, AGatesCalleeWorkingInADirectoryNamedWithAParenthesisIsStillAudited) {
+  if (command_isolation().kind == IsolationKind::none || !command_isolation().hides_paths) GTEST_SKIP() << "no isolation";
+  if (!command_audit_available()) GTEST_SKIP() << "no strace here";
+  ScriptGateRun w;
+  write(w.run / "src/check.sh", "mkdir -p 'build/x(' && cd 'build/x(' && cat " + w.ref.parent_path().string() + "/r$(echo ef)/vllm/model.py || true\n");
+  w.protect();
+  const GateOutcome g = script_gate(30, 16 * 1024, {w.ref})(w.run, "s1");
+  EXPECT_EQ(g.evidence.find("reference text"), std::string::npos) << g.evidence;  // hidden: holds
+  EXPECT_FALSE(g.passed) << g.evidence;
+  EXPECT_TRUE(counted(g.violations, "reference_path", w.ref.string())) << rules(g.violations) << g.evidence;
+}
+
+// Found by review: the audit compares paths lexically, so a hidden tree under /usr/lib reached through the
+// merged-/usr link /lib (Debian, Ubuntu, Fedora; bubblewrap's sandbox has /lib -> usr/lib too) is not counted. This is
+// where apt puts Python packages (/usr/lib/python3/dist-packages/<pkg>: the system scan's trees, or a --reference).
+// /usr/lib/apt stands in for such a tree here (hidden from this gate as a reference).
+TEST(AgentGateAudit, AGatesCalleeReachingThroughTheMergedUsrLinkIsCounted) {
+  if (command_isolation().kind == IsolationKind::none || !command_isolation().hides_paths) GTEST_SKIP() << "no isolation";
+  if (!command_audit_available()) GTEST_SKIP() << "no strace here";
+  std::error_code ec;
+  if (!fs::is_symlink("/lib", ec) || fs::canonical("/lib", ec) != "/usr/lib" || !fs::is_directory("/usr/lib/apt/methods", ec))
+    GTEST_SKIP() << "needs a merged-/usr host with /usr/lib/apt/methods";
+  const fs::path tree = "/usr/lib/apt";
+  for (const std::string& via : std::vector<std::string>{"/usr/lib", "/lib"}) {
+    ScriptGateRun w;
+    write(w.run / "src/check.sh", "d=" + via + "/a$(echo pt); cat $d/methods/http > /dev/null || true\n");
+    w.protect();
+    const GateOutcome g = script_gate(30, 16 * 1024, {tree})(w.run, "s1");
+    EXPECT_FALSE(g.passed) << via << ": " << g.evidence;
+    EXPECT_TRUE(counted(g.violations, "reference_path", tree.string())) << via << ": " << rules(g.violations) << g.evidence;
+  }
+}
+
 }  // namespace

@@ -3,6 +3,8 @@
 // round's evidence.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "../toolkit_support.h"
 #include "agents/engine_gate.h"
 #include "agents/isolated_command.h"
@@ -14,6 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace mi::agents;
 using agents_test::write;
+using nlohmann::json;
 
 // Found by review: agent-written code linked into a stage test reads the golden trace by its absolute path inside the stage
 // gate's isolation, and the verifier's evidence would hand it to the next round's implementer (no filter but the
@@ -38,6 +41,23 @@ TEST(AgentGateCheckpointFiles, AgentCodeInTheStageGateCannotReadTheGoldenTraceIn
   const GateOutcome g = engine_stage_gate({METAINFER_BINARY, METAINFER_SOURCE_DIR, 600})(run, "basic_execution");
   EXPECT_FALSE(g.passed);
   EXPECT_EQ(g.evidence.find("LEAKED"), std::string::npos) << g.evidence;
+}
+
+// Found by review (defence in depth: the index is the checkpoint's, not agent-written): the shard names the
+// index lists are allowed by plain file name, whatever they are, so an index that names the golden answers mounts them.
+TEST(AgentGateCheckpointFiles, AShardIndexCannotNameTheGoldenAnswers) {
+  mi_test::TempDir dir("rv-shards");
+  const fs::path model = dir / "m";
+  write(model / "config.json", "{}\n");
+  write(model / "model-00001-of-00001.safetensors", "x");
+  write(model / "trace.json", "{\"greedy_ids\": [1, 2, 3]}\n");
+  write(model / "logits.safetensors", "x");
+  write(model / "model.safetensors.index.json",
+        json{{"weight_map", {{"a", "model-00001-of-00001.safetensors"}, {"b", "trace.json"}, {"c", "logits.safetensors"}}}}.dump());
+  std::vector<std::string> names;
+  for (const fs::path& f : checkpoint_data_files(model)) names.push_back(f.filename().string());
+  EXPECT_EQ(std::count(names.begin(), names.end(), "trace.json"), 0) << ::testing::PrintToString(names);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "logits.safetensors"), 0) << ::testing::PrintToString(names);
 }
 
 }  // namespace

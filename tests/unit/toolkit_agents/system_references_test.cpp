@@ -2,6 +2,7 @@
 // planted system tree stands in for /usr, which a test should not write (the one host-planting test is opt-in).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -91,6 +92,63 @@ TEST(AgentSystemReferences, AnImplementersShellCannotReadAnInstalledConverterScr
     EXPECT_EQ(o->output.find("REFERENCE_BODY_LINE"), std::string::npos) << o->output;
     EXPECT_TRUE(o->violation) << o->output;
   }
+}
+
+// Found by review: a zipped egg (setuptools' default for a zip-safe pure-Python package installed by
+// `setup.py install` / easy_install: one file, <name>-<version>-pyX.Y.egg) holds the package's whole source; the scan
+// descends only into egg *directories*, so the file is not hidden and `unzip -p` / Python's zipfile reads it.
+TEST(AgentSystemReferences, AZippedEggIsFound) {
+  mi_test::TempDir root("rv-egg");
+  const fs::path dist = root / "usr/local/lib/python3.11/dist-packages";
+  const fs::path src = root / "src";
+  write(src / "gguf/__init__.py", "from .constants import *\n");
+  write(src / "gguf/constants.py", "class MODEL_ARCH:\n    LLAMA = 1\n");
+  fs::create_directories(dist);
+  const fs::path egg = dist / "gguf-0.10.0-py3.11.egg";
+  const std::string zip = "cd '" + src.string() + "' && python3 -c \"import zipfile,sys; z=zipfile.ZipFile(sys.argv[1],'w'); "
+                          "[z.write(f) for f in ('gguf/__init__.py','gguf/constants.py')]; z.close()\" '" + egg.string() + "'";
+  if (std::system(zip.c_str()) != 0 || !fs::is_regular_file(egg)) GTEST_SKIP() << "no python3 to make the zip";
+  const std::vector<fs::path> found = system_reference_trees(root.path());
+  EXPECT_NE(std::find(found.begin(), found.end(), egg), found.end()) << ::testing::PrintToString(found);
+}
+
+// Found by review: on Fedora/RHEL/Rocky, `pip install` as root puts a platform wheel (vLLM, llama-cpp-python:
+// compiled extensions, Root-Is-Purelib false) in platlib, /usr/local/lib64/python3.X/site-packages. python_package_dirs
+// scans usr/lib, usr/local/lib and usr/lib64, not usr/local/lib64, and every command mounts /usr whole.
+TEST(AgentSystemReferences, PlatformPackagesInUsrLocalLib64AreFound) {
+  mi_test::TempDir root("rv-lib64");
+  const fs::path pkg = root / "usr/local/lib64/python3.12/site-packages/vllm";
+  write(pkg / "__init__.py", "from vllm.engine.llm_engine import LLMEngine\n");
+  write(pkg / "model_executor/models/llama.py", "class LlamaAttention:\n    pass\n");
+  const std::vector<fs::path> found = system_reference_trees(root.path());
+  EXPECT_NE(std::find(found.begin(), found.end(), pkg), found.end()) << ::testing::PrintToString(found);
+}
+
+// Found by review (honest use; opt-in host-planting test, run alone, as root): a script in /usr/local/bin that is a symlink (`ln -s ~/llama.cpp/
+// convert_hf_to_gguf.py /usr/local/bin/`, a usual way to put it on PATH) is found, since is_regular_file follows the
+// link, and append_bwrap_hides binds /dev/null over the *link's* path: bubblewrap cannot create a mount point there
+// ("bwrap: Can't create file at /usr/local/bin/...: No such file or directory") and every command, script gate, stage
+// gate and acceptance sandbox on that host fails before it runs.
+TEST(AgentSystemReferences, ASymlinkedScriptInUsrLocalBinDoesNotStopEveryCommand) {
+  if (!std::getenv("METAINFER_TEST_PLANT_HOST")) GTEST_SKIP() << "plants a symlink in /usr/local/bin; set METAINFER_TEST_PLANT_HOST=1";
+  if (command_isolation().kind != IsolationKind::bubblewrap) GTEST_SKIP() << "bubblewrap's behaviour";
+  mi_test::TempDir dir("rv-symlink-host");
+  const fs::path target = fs::canonical(dir.path()) / "llama.cpp/convert_hf_to_gguf.py";
+  write(target, "#!/usr/bin/env python3\nimport gguf\nREFERENCE_BODY_LINE = 'rope_theta handling'\n");
+  const fs::path link = "/usr/local/bin/mi_test_link_convert_hf_to_gguf.py";
+  struct Remove {
+    fs::path p;
+    ~Remove() { std::error_code ec; fs::remove(p, ec); }
+  } remove{link};
+  fs::create_symlink(target, link);
+  const auto& trees = host_system_reference_trees();  // first use in this process: sees the link
+  EXPECT_NE(std::find(trees.begin(), trees.end(), link), trees.end());
+  mi_test::TempDir run("rv-symlink-run");
+  const CommandResult r = run_isolated_command("echo ran", run.path(), {}, 30, 4096);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ran"), std::string::npos) << r.output;
+  const CommandResult read = run_isolated_command("cat " + link.string() + " || true", run.path(), {}, 30, 4096);
+  EXPECT_EQ(read.output.find("REFERENCE_BODY_LINE"), std::string::npos) << read.output;
 }
 
 }  // namespace
