@@ -161,54 +161,86 @@ fs::path normal(const fs::path& p) {
 }
 
 // The root entries that are symlinks into /usr on a merged-/usr system (/lib -> usr/lib, ...), as the commands see
-// them (the isolation re-creates them): /lib/x is judged as /usr/lib/x.
-fs::path unalias(const fs::path& p) {
-  static const std::map<std::string, fs::path> aliases = [] {
-    std::map<std::string, fs::path> m;
+// them (the isolation re-creates them): name -> the components they lead to ("lib" -> {"usr", "lib"}).
+const std::map<std::string, std::vector<std::string>>& root_aliases() {
+  static const std::map<std::string, std::vector<std::string>> aliases = [] {
+    std::map<std::string, std::vector<std::string>> m;
     for (const char* d : {"bin", "sbin", "lib", "lib32", "lib64", "libx32"}) {
       std::error_code ec;
       const fs::path link = fs::path("/") / d;
       if (!fs::is_symlink(link, ec)) continue;
       const fs::path target = fs::read_symlink(link, ec);
-      if (!ec) m[d] = (target.is_absolute() ? target : fs::path("/") / target).lexically_normal();
+      if (ec) continue;
+      for (const auto& part : (target.is_absolute() ? target : fs::path("/") / target).lexically_normal().relative_path())
+        if (!part.empty()) m[d].push_back(part.string());
     }
     return m;
   }();
-  auto it = p.begin();
-  if (it == p.end() || *it != "/" || ++it == p.end()) return p;
-  const auto a = aliases.find(it->string());
-  if (a == aliases.end()) return p;
-  fs::path out = a->second;
-  for (++it; it != p.end(); ++it) out /= *it;
+  return aliases;
+}
+
+enum class MagicLink { none, descriptor, root, cwd };
+
+// Whether the components so far name one of procfs' or /dev's magic links: /proc/<self|thread-self|pid>[/task/<tid>]
+// /{fd/N, root, cwd}, /dev/fd/N, /dev/std{in,out,err}.
+MagicLink magic_link(const std::vector<std::string>& c) {
+  const auto number = [](const std::string& x) { return !x.empty() && x.find_first_not_of("0123456789") == std::string::npos; };
+  if (c.size() == 3 && c[0] == "dev" && c[1] == "fd" && number(c[2])) return MagicLink::descriptor;
+  if (c.size() == 2 && c[0] == "dev" && (c[1] == "stdin" || c[1] == "stdout" || c[1] == "stderr")) return MagicLink::descriptor;
+  if (c.size() < 3 || c[0] != "proc" || !(c[1] == "self" || c[1] == "thread-self" || number(c[1]))) return MagicLink::none;
+  std::size_t at = 2;
+  if (c.size() >= 5 && c[2] == "task" && number(c[3])) at = 4;  // /proc/<pid>/task/<tid>/...
+  if (c.size() == at + 2 && c[at] == "fd" && number(c[at + 1])) return MagicLink::descriptor;
+  if (c.size() == at + 1 && c[at] == "root") return MagicLink::root;
+  if (c.size() == at + 1 && c[at] == "cwd") return MagicLink::cwd;
+  return MagicLink::none;
+}
+
+// An absolute path as the kernel resolves it through the links the audit can follow, component by component, so that
+// a ".." after a link applies to where the link leads (as the kernel does), not to its name: /proc/self/root and
+// /proc/self/cwd (and a task's) lead to "/" and to the process's working directory `cwd`, and the merged-/usr links
+// (/lib -> /usr/lib) to their /usr directories. Empty when the path goes on past an open descriptor's link
+// (/proc/self/fd/3/x, /dev/fd/3/.., /dev/stdin/x): the log does not say where that leads. Otherwise lexically normal.
+std::optional<fs::path> resolve_links(const fs::path& raw, const fs::path& cwd) {
+  std::vector<std::string> c;
+  const auto parts = [](const fs::path& p) {
+    std::vector<std::string> out;
+    for (const auto& part : p.relative_path()) out.push_back(part.string());
+    return out;
+  };
+  std::vector<std::string> rest = parts(raw);
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    const std::string& x = rest[i];
+    if (x.empty() || x == ".") continue;
+    if (x == "..") {
+      if (!c.empty()) c.pop_back();
+      continue;
+    }
+    c.push_back(x);
+    if (c.size() == 1) {
+      const auto a = root_aliases().find(c[0]);
+      if (a != root_aliases().end()) c = a->second;
+    }
+    switch (magic_link(c)) {
+      case MagicLink::none: break;
+      case MagicLink::descriptor:
+        if (i + 1 < rest.size()) return std::nullopt;  // on past the descriptor
+        break;                                          // the descriptor itself (/dev/fd/63, /dev/stdin)
+      case MagicLink::root: c.clear(); break;
+      case MagicLink::cwd: c = parts(cwd); break;
+    }
+  }
+  fs::path out = "/";
+  for (const auto& x : c) out /= x;
   return out;
 }
 
-// A path through an open descriptor with more after it (/proc/<self|pid>/fd/N/x, /proc/<..>/task/T/fd/N/x,
-// /dev/fd/N/x): the descriptor's directory is not in the log, so the audit cannot tell where it leads. Such a path is
-// re-rooted under kUnresolvedDescriptor and counts as a reach for a hidden path (classify_hidden_paths adds it).
-bool through_descriptor(const fs::path& p) {
-  std::vector<std::string> c;
-  for (const auto& part : p) c.push_back(part.string());
-  const auto number = [](const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; };
-  if (c.size() >= 5 && c[0] == "/" && c[1] == "dev" && c[2] == "fd" && number(c[3])) return true;
-  if (c.size() < 6 || c[0] != "/" || c[1] != "proc") return false;
-  std::size_t at = 3;
-  if (c[at] == "task" && c.size() >= 8) at += 2;  // /proc/<pid>/task/<tid>/fd/N/x
-  return c[at] == "fd" && number(c[at + 1]) && c.size() > at + 2;
-}
-
-// /proc/self/root/x (and /proc/<pid>/root/x) is /x for a process of the command; /proc/self/cwd/x is cwd/x.
-fs::path unproc(const fs::path& p, const fs::path& cwd) {
-  auto it = p.begin();
-  if (it == p.end() || *it != "/" || ++it == p.end() || *it != "proc" || ++it == p.end()) return p;
-  const std::string who = it->string();
-  const bool self = who == "self" || who == "thread-self" || who.find_first_not_of("0123456789") == std::string::npos;
-  if (!self || ++it == p.end()) return p;
-  const std::string link = it->string();
-  if (link != "root" && link != "cwd") return p;
-  fs::path rest = link == "root" ? fs::path("/") : cwd;
-  for (++it; it != p.end(); ++it) rest /= *it;
-  return normal(rest);
+// kUnresolvedDescriptor/<the path as named, ".." spelt "dotdot">: an access past a descriptor, kept inside the
+// sentinel directory whatever its "..".
+fs::path unresolved_access(const fs::path& raw) {
+  fs::path out = kUnresolvedDescriptor;
+  for (const auto& part : raw.relative_path()) out /= part == ".." ? fs::path("dotdot") : part;
+  return out;
 }
 
 }  // namespace
@@ -273,13 +305,14 @@ std::vector<FileAccess> audited_accesses(std::istream& log, const std::string& t
     // Where each relative path of this call is resolved: a decorated descriptor before it, or the working directory.
     auto add = [&](const std::string& call_name, const fs::path& base, const std::string& text, bool walk) {
       if (text.empty()) return;  // AT_EMPTY_PATH: the descriptor itself
-      fs::path p = fs::path(text).is_absolute() ? fs::path(text) : base / text;
-      p = unalias(unproc(normal(p), here));
-      if (call_name == "chdir" && succeeded) next_cwd = p;
-      if (through_descriptor(p)) {
-        out.push_back({call_name, fs::path(kUnresolvedDescriptor) / p.relative_path(), false, false, by_tagged});
+      const fs::path raw = fs::path(text).is_absolute() ? fs::path(text) : base / text;
+      const std::optional<fs::path> resolved = resolve_links(raw, here);
+      if (!resolved) {  // past an open descriptor: counts, wherever it leads (classify_hidden_paths)
+        out.push_back({call_name, unresolved_access(raw), false, false, by_tagged});
         return;
       }
+      const fs::path p = normal(*resolved);
+      if (call_name == "chdir" && succeeded) next_cwd = p;
       if (only_within && std::none_of(only_within->begin(), only_within->end(), [&](const fs::path& h) { return path_within(p, h); }))
         return;
       out.push_back({call_name, p, walk && text.find('/') == std::string::npos, is_stat_only(call_name), by_tagged});

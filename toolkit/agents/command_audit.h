@@ -34,8 +34,10 @@
 
 namespace mi::agents {
 
-// Where audited_accesses re-roots a path through an open descriptor it cannot resolve (/proc/self/fd/N/x,
-// /dev/fd/N/x); classify_hidden_paths always adds it as a hidden directory, so such an access always counts.
+// Where audited_accesses re-roots a path that goes on past an open descriptor's link (/proc/self/fd/N/x,
+// /dev/fd/N/.., /dev/stdin/x), whose target the log does not show; classify_hidden_paths always adds it as a hidden
+// directory, so such an access always counts. (/proc/self/root, /proc/self/cwd and the merged-/usr links are followed,
+// component by component, as the kernel does, ".." after a link included.)
 inline constexpr const char* kUnresolvedDescriptor = "/proc/self/fd/.mi-unresolved-descriptor";
 
 struct FileAccess {

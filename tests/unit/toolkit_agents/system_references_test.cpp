@@ -151,4 +151,15 @@ TEST(AgentSystemReferences, ASymlinkedScriptInUsrLocalBinDoesNotStopEveryCommand
   EXPECT_EQ(read.output.find("REFERENCE_BODY_LINE"), std::string::npos) << read.output;
 }
 
+// A framework's tree with a version or variant in its name, under /usr/{,local/}src or share (framework_named).
+TEST(AgentSystemReferences, VersionedFrameworkTreesUnderUsrAreFound) {
+  mi_test::TempDir root("sysrefs-versioned");
+  write(root / "usr/local/src/vllm-0.6.3/setup.py", "x\n");
+  write(root / "usr/share/llama.cpp_b4000/convert.py", "x\n");
+  write(root / "usr/share/vllmish/readme", "x\n");  // not a framework's name followed by - _ .
+  const std::vector<fs::path> found = system_reference_trees(root.path());
+  EXPECT_EQ(found, (std::vector<fs::path>{root / "usr/local/src/vllm-0.6.3", root / "usr/share/llama.cpp_b4000"}))
+      << ::testing::PrintToString(found);
+}
+
 }  // namespace

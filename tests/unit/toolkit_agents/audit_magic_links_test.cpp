@@ -1,6 +1,7 @@
-// Review 7 of issue 12: planted cheats against the fixes of review 6's gaps (77d5ad5), and honest-use checks.
-//   ./build/test_toolkit_agents --gtest_filter='Review7*'
-// Review7.* FAIL while the gap they name is open; Review7Honest.* pass (no false positives from the fixes).
+// The audit follows procfs' and /dev's magic links as the kernel does (found by review 7 of issue 12): a reach for a
+// hidden tree through /proc/self/fd/N/.., /dev/fd/N/.., /proc/self/{cwd,root}/.., a task's root or /dev/stdin counts,
+// in agents' commands and in gates alike; ordinary commands through descriptors and the merged-/usr links (process
+// substitution, /lib, a cmake + ninja build) do not.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,10 +33,10 @@ std::string rules(const std::vector<Violation>& violations) {
 }
 
 // A run directory with a record, and a reference checkout beside it (dir/reference).
-struct Review7Run {
-  mi_test::TempDir tmp{"review7"};
+struct MagicLinkRun {
+  mi_test::TempDir tmp{"magic-links"};
   fs::path dir = fs::canonical(tmp.path()), run = dir / "run", ref = dir / "reference";
-  Review7Run() {
+  MagicLinkRun() {
     write(run / "src/kernel.cpp", "int f() { return 1; }\n");
     write(run / "transcripts/explorer-001.jsonl", "{\"output\":\"SECRET_TRANSCRIPT\"}\n");
     write(ref / "vllm/x.py", "SECRET_REFERENCE = 1\n");
@@ -56,7 +57,7 @@ struct Review7Run {
 // magic links /proc/<pid>/task/<tid>/{root,cwd} (unproc() knows /proc/<pid>/{root,cwd} only), and /dev/stdin (a link
 // to /proc/self/fd/0, which through_descriptor() does not know). Each command reaches into the hidden reference
 // tree (the mount holds: nothing read) and is not counted.
-std::vector<std::string> cheats(const Review7Run& w) {
+std::vector<std::string> cheats(const MagicLinkRun& w) {
   const std::string tail = "/refer$(echo ence)/vllm/x.py; true";
   return {
       "exec 3<" + w.run.string() + "; cat /proc/self/fd/3/.." + tail,
@@ -68,10 +69,10 @@ std::vector<std::string> cheats(const Review7Run& w) {
   };
 }
 
-TEST(Review7, AnImplementersCommandReachingThroughAMagicLinkIsCounted) {
+TEST(AgentAuditMagicLinks, AnImplementersCommandReachingThroughAMagicLinkIsCounted) {
   if (!command_isolation().hides_paths) GTEST_SKIP() << "commands need an isolation that hides paths";
   if (!command_audit_available()) GTEST_SKIP() << "no strace here";
-  Review7Run w;
+  MagicLinkRun w;
   const AgentRoleSpec impl = find_role(kRoles, "implementer");
   // The control: the plain built path counts.
   {
@@ -89,11 +90,11 @@ TEST(Review7, AnImplementersCommandReachingThroughAMagicLinkIsCounted) {
 }
 
 // The same for a script gate's callee (agent-written src/check.sh): the gate passes with no violation.
-TEST(Review7, AGatesCalleeReachingThroughAMagicLinkIsCounted) {
+TEST(AgentAuditMagicLinks, AGatesCalleeReachingThroughAMagicLinkIsCounted) {
   if (command_isolation().kind == IsolationKind::none || !command_isolation().hides_paths) GTEST_SKIP() << "no isolation";
   if (!command_audit_available()) GTEST_SKIP() << "no strace here";
   for (std::size_t i = 0;; ++i) {
-    Review7Run w;
+    MagicLinkRun w;
     const std::vector<std::string> all = cheats(w);
     if (i == all.size()) break;
     fs::remove_all(w.run / "transcripts");
@@ -109,10 +110,10 @@ TEST(Review7, AGatesCalleeReachingThroughAMagicLinkIsCounted) {
 
 // Honest use after the fixes: process substitution (/dev/fd/63 with nothing after it), descriptor listings, /lib
 // aliases and a CMake + Ninja build are not counted.
-TEST(Review7Honest, OrdinaryCommandsThroughDescriptorsAndAliasesAreNotCounted) {
+TEST(AgentAuditMagicLinks, OrdinaryCommandsThroughDescriptorsAndAliasesAreNotCounted) {
   if (!command_isolation().hides_paths) GTEST_SKIP() << "commands need an isolation that hides paths";
   if (!command_audit_available()) GTEST_SKIP() << "no strace here";
-  Review7Run w;
+  MagicLinkRun w;
   ToolSandbox sb(w.config());
   const AgentRoleSpec impl = find_role(kRoles, "implementer");
   write(w.run / "src/CMakeLists.txt", "cmake_minimum_required(VERSION 3.16)\nproject(p CXX)\nadd_executable(p a.cpp)\n");
@@ -128,15 +129,5 @@ TEST(Review7Honest, OrdinaryCommandsThroughDescriptorsAndAliasesAreNotCounted) {
   EXPECT_TRUE(sb.violations().empty()) << rules(sb.violations());
 }
 
-// Review 6's nit 4, now in the code (framework_named) but in no test: a versioned tree under /usr/{,local/}src or share.
-TEST(Review7Honest, VersionedFrameworkTreesUnderUsrAreFound) {
-  mi_test::TempDir root("review7-versioned");
-  write(root / "usr/local/src/vllm-0.6.3/setup.py", "x\n");
-  write(root / "usr/share/llama.cpp_b4000/convert.py", "x\n");
-  write(root / "usr/share/vllmish/readme", "x\n");  // not a framework's name followed by - _ .
-  const std::vector<fs::path> found = system_reference_trees(root.path());
-  EXPECT_EQ(found, (std::vector<fs::path>{root / "usr/local/src/vllm-0.6.3", root / "usr/share/llama.cpp_b4000"}))
-      << ::testing::PrintToString(found);
-}
 
 }  // namespace
