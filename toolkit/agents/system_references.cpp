@@ -45,7 +45,7 @@ std::vector<fs::path> entries(const fs::path& dir) {
   return out;
 }
 
-// Python's package directories under root: usr/lib/python3*/{site,dist}-packages and the same under usr/local/lib.
+// Python's package directories under root: usr/{,local/}{lib,lib64}/python3*/{site,dist}-packages.
 std::vector<fs::path> python_package_dirs(const fs::path& root) {
   std::vector<fs::path> out;
   for (const char* lib : {"usr/lib", "usr/local/lib", "usr/lib64", "usr/local/lib64"})

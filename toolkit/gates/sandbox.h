@@ -3,9 +3,10 @@
 // random names. With bubblewrap the engine runs in its own mount, PID, IPC, UTS and network namespaces and sees
 // nothing but that directory (read-only, at a random path), a writable out/ for the files it must produce, and the
 // system's read-only /usr, less the foreign framework sources installed there (agents/system_references.h: an engine
-// an agent wrote must not read a reference tree and pass it on, encoded, in its gate evidence). Audited runs (acceptance) need bubblewrap; in addition strace records every path the
-// engine's processes name in a file system call, and any outside the sandbox and the system directories is reported:
-// a binary that looks for the answers is caught even when it cannot reach them. Timed runs (L3) fall back to the
+// an agent wrote must not read a reference tree and pass it on, encoded, in its gate evidence). Audited runs
+// (acceptance) need bubblewrap; in addition strace records every path the engine's processes name in a file system
+// call, and any outside the sandbox and the system directories, or inside a hidden one, is reported: a binary that
+// looks for the answers is caught even when it cannot reach them. Timed runs (L3) fall back to the
 // copy directory as working directory and an empty environment where bubblewrap does not run.
 //
 // Peak RSS comes from /usr/bin/time run inside the sandbox as the engine's parent, on stderr under a random tag:
