@@ -420,6 +420,10 @@ std::vector<HiddenPath> classify_hidden_paths(const std::vector<fs::path>& hidde
   return out;
 }
 
+std::string violation_path(const HiddenPath& hidden, const fs::path& run_dir) {
+  return path_within(hidden.path, run_dir) ? hidden.path.lexically_relative(run_dir).generic_string() : hidden.path.string();
+}
+
 std::string describe_accesses(const std::vector<FileAccess>& accesses) {
   std::string how;
   for (const FileAccess& a : accesses) how += (how.empty() ? "" : ", ") + a.call + " " + a.path.string();

@@ -74,6 +74,9 @@ struct HiddenPath {
   std::string shown;           // how messages name it
 };
 
+// How a violation names a hidden path: relative to the run directory when inside it, else absolute.
+std::string violation_path(const HiddenPath& hidden, const std::filesystem::path& run_dir);
+
 struct ReachedHiddenPath {
   std::size_t hidden = 0;               // index into the hidden paths
   std::vector<FileAccess> accesses;     // the accesses that count (the first few)

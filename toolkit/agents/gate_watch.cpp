@@ -64,7 +64,7 @@ std::vector<Violation> judge_gate_accesses(const fs::path& run_dir, const std::s
   const std::vector<HiddenPath> hidden = classify_hidden_paths(r.hidden, run_dir, refs, foreign);
   for (const ReachedHiddenPath& reached : reached_hidden_paths(accesses, hidden, command_text, run_dir)) {
     const HiddenPath& h = hidden[reached.hidden];
-    const std::string shown = path_within(h.path, run_dir) ? h.path.lexically_relative(run_dir).generic_string() : h.path.string();
+    const std::string shown = violation_path(h, run_dir);
     out.push_back({"gate", "gate", shown, h.rule,
                    "code the gate " + gate + " ran reached for " + h.shown + " (" + describe_accesses(reached.accesses) +
                        "); it is hidden from gates, so it found nothing there, and the attempt counts and fails the gate"});

@@ -483,7 +483,7 @@ void ToolSandbox::judge_audited_accesses(const AgentRoleSpec& role, const std::s
   for (const ReachedHiddenPath& reached : reached_hidden_paths(r.accesses, hidden, command, config_.run_dir)) {
     const HiddenPath& h = hidden[reached.hidden];
     const std::string how = describe_accesses(reached.accesses);
-    const std::string shown = path_within(h.path, config_.run_dir) ? h.path.lexically_relative(config_.run_dir).generic_string() : h.path.string();
+    const std::string shown = violation_path(h, config_.run_dir);
     const std::string detail = "the command reached for " + h.shown + " (" + how + "); it is hidden from commands, so the "
                                "command found nothing there, and the attempt counts";
     record_violation({role.id, "run_command", shown, h.rule, detail});
