@@ -2,6 +2,7 @@
 // vectors and without mask registers: column tails are scalar loops, packed-panel edges are filled element-wise.
 // Intrinsics semantics: Intel Intrinsics Guide / Intel SDM vol. 2.
 #include "kernels/avx2/avx2.h"
+#include "kernels/row_streams.h"
 
 #include <immintrin.h>
 
@@ -143,66 +144,67 @@ inline void split_activations(const X* x, size_t ldx, int M, int kc, float* xs) 
 }
 
 // R rows x T tokens over kc columns (a multiple of 16) of one chunk; adds each output's chunk sum into y
-// (first chunk: stores it). x: the chunk's activations, token stride ldx, in the order Split expects.
-template <int R, int T, int Ahead, class Split, class W>
-inline void dot_tile(const W* w, size_t ld, const float* x, size_t ldx, int kc, float* y, size_t ldy, bool first) {
+// (first chunk: stores it). Tile row r is weight row w + r * row_step and output y[t * ldy + r * y_step].
+// x: the chunk's activations, token stride ldx, in the order Split expects.
+template <int R, int T, class Split, class W>
+inline void dot_tile(const W* w, size_t row_step, const float* x, size_t ldx, int kc, float* y, size_t ldy,
+                     size_t y_step, bool first) {
   __m256 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-  const auto step = [&](int c, bool prefetch) {
+  for (int c = 0; c < kc; c += 16) {
     __m256 xa[T], xb[T];
     for (int t = 0; t < T; ++t) {
       xa[t] = _mm256_loadu_ps(x + t * ldx + c);
       xb[t] = _mm256_loadu_ps(x + t * ldx + c + 8);
     }
     for (int r = 0; r < R; ++r) {
-      // The same columns `Ahead` rows on, once per 64-byte line of bf16 weights.
-      if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(w + (r + Ahead) * ld + c), _MM_HINT_T0);
       __m256 wa, wb;
-      Split::load(w + r * ld + c, wa, wb);
+      Split::load(w + r * row_step + c, wa, wb);
       for (int t = 0; t < T; ++t) {
         acc[r][t] = _mm256_fmadd_ps(wa, xa[t], acc[r][t]);
         acc[r][t] = _mm256_fmadd_ps(wb, xb[t], acc[r][t]);
       }
     }
-  };
-  int c = 0;
-  for (; c + 32 <= kc; c += 32) {
-    step(c, true);
-    step(c + 16, false);
   }
-  if (c < kc) step(c, true);
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) {
-      float& out = y[t * ldy + r];
+      float& out = y[t * ldy + r * y_step];
       out = first ? hsum(acc[r][t]) : out + hsum(acc[r][t]);
     }
 }
 
-// One chunk for all rows and tokens: rows R at a time (then one by one), tokens kDotTokens at a time (then one),
-// the token loop inside the row loop so a row block's later reads come from L1. Prefetch `Ahead` rows on.
-template <int R, int Ahead, class Split, class W>
+// One chunk for all rows and tokens. A tile's R rows come from R far-apart groups of the block (row_streams.h: the
+// tiles walk R long sequential streams). Why (AMD EPYC Zen 3, 2 threads, 48 distinct 3072 x 1024 bf16 matrices
+// streamed from DRAM, 7 interleaved rounds, -O3, a throwaway harness checked bitwise equal): M = 1 34-42 GB/s against
+// 24-28 for R adjacent rows with software prefetch 16 rows on (the read-bandwidth probe: 31-39 GB/s that hour);
+// 12 groups fell back to 26-32 (too many streams); M = 8 (4 groups x 2 tokens) 120-133 GFLOP/s against 112-120.
+// Software prefetch on top of the groups measured slower, so there is none.
+// Tokens go kDotTokens at a time (then one), the token loop inside the row loop so a tile's later reads come from L1.
+template <int R, class Split, class W>
 inline void dot_rows(const W* w, size_t ld, const float* x, size_t ldx, int kc, float* y, size_t ldy, int M, int rows,
                      bool first) {
-  const auto tokens = [&](auto rows_tag, const W* wr, float* yr) {
+  const auto tokens = [&](auto rows_tag, const W* wr, size_t row_step, float* yr, size_t y_step) {
     constexpr int RB = decltype(rows_tag)::value;
     int t = 0;
     for (; t + kDotTokens <= M; t += kDotTokens)
-      dot_tile<RB, kDotTokens, Ahead, Split>(wr, ld, x + t * ldx, ldx, kc, yr + t * ldy, ldy, first);
-    for (; t < M; ++t) dot_tile<RB, 1, Ahead, Split>(wr, ld, x + t * ldx, ldx, kc, yr + t * ldy, ldy, first);
+      dot_tile<RB, kDotTokens, Split>(wr, row_step, x + t * ldx, ldx, kc, yr + t * ldy, ldy, y_step, first);
+    for (; t < M; ++t) dot_tile<RB, 1, Split>(wr, row_step, x + t * ldx, ldx, kc, yr + t * ldy, ldy, y_step, first);
   };
-  int r = 0;
-  for (; r + R <= rows; r += R) tokens(std::integral_constant<int, R>{}, w + size_t(r) * ld, y + r);
-  for (; r < rows; ++r) tokens(std::integral_constant<int, 1>{}, w + size_t(r) * ld, y + r);
+  for_row_streams<R>(
+      rows,
+      [&](int i, int n) {
+        tokens(std::integral_constant<int, R>{}, w + size_t(i) * ld, size_t(n) * ld, y + i, size_t(n));
+      },
+      [&](int r) { tokens(std::integral_constant<int, 1>{}, w + size_t(r) * ld, ld, y + r, 1); });
 }
 
-// One token (decode) is a pure weight stream: 8 rows per tile and prefetch two tiles on (M = 1, 48 streamed
-// matrices: 27-35 ms against 30-38 for 4 rows one tile on). Several tokens: 4 rows x 2 tokens, one tile on.
+// One token (decode) is a pure weight stream: 8 rows (streams) per tile. Several tokens: 4 rows x 2 tokens.
 template <class Split, class W>
 inline void dot_chunk(const W* w, size_t ld, const float* x, size_t ldx, int kc, float* y, size_t ldy, int M, int rows,
                       bool first) {
-  if (M == 1) dot_rows<8, 16, Split>(w, ld, x, ldx, kc, y, ldy, M, rows, first);
-  else dot_rows<kDotRows, kDotRows, Split>(w, ld, x, ldx, kc, y, ldy, M, rows, first);
+  if (M == 1) dot_rows<8, Split>(w, ld, x, ldx, kc, y, ldy, M, rows, first);
+  else dot_rows<kDotRows, Split>(w, ld, x, ldx, kc, y, ldy, M, rows, first);
 }
 
 // Y[t, r] for M in [1, kMaxDotFormTokens] tokens (M = 1 is matvec); chunks of kDotChunk columns up to
