@@ -94,9 +94,11 @@ std::string to_markdown(const json& r) {
      << l["prefill_peak"]["format"].get<std::string>() << " for " << m["dtype"].get<std::string>() << " weights |\n\n";
 
   md << "## Workload matrix\n\n";
-  md << "| prompt | gen | TTFT ms | TPOT ms | latency ms | e2e tok/s | decode tok/s | prefill tok/s | peak RSS MiB | decode bound tok/s "
-        "| decode % of bound | prefill bound tok/s | prefill % of bound |\n";
-  md << "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  md << "Decode bound = the read bandwidth measured around the cell (the larger of the probes just before and just after "
+        "it: `bound GB/s`) ÷ the bytes read per token.\n\n";
+  md << "| prompt | gen | TTFT ms | TPOT ms | latency ms | e2e tok/s | decode tok/s | prefill tok/s | peak RSS MiB | bound GB/s "
+        "| decode bound tok/s | decode % of bound | prefill bound tok/s | prefill % of bound |\n";
+  md << "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   bool any_skipped = false, any_baseline = false;
   for (const json& c : r["cells"]) {
     if (c.contains("skipped")) {
@@ -107,7 +109,8 @@ std::string to_markdown(const json& r) {
     const json& x = c["metrics"];
     md << "| " << c["prompt_tokens"] << " | " << c["gen_tokens"] << " | " << format_stat(x["ttft_ms"]) << " | " << format_stat(x["tpot_ms"])
        << " | " << format_stat(x["latency_ms"]) << " | " << format_stat(x["e2e_tok_s"]) << " | " << format_stat(x["decode_tok_s"]) << " | "
-       << format_stat(x["prefill_tok_s"]) << " | " << format_stat(x["peak_rss_mb"]) << " | " << num(c["bounds"]["decode_tok_s"]) << " | "
+       << format_stat(x["prefill_tok_s"]) << " | " << format_stat(x["peak_rss_mb"]) << " | "
+       << (c.contains("bandwidth_gbs") ? num(c["bandwidth_gbs"]["bound"]) : std::string("—")) << " | " << num(c["bounds"]["decode_tok_s"]) << " | "
        << percent(c["fraction_of_bound"]["decode"]) << " | " << num(c["bounds"]["prefill_tok_s"]) << " | "
        << percent(c["fraction_of_bound"]["prefill"]) << " |\n";
   }

@@ -114,8 +114,9 @@ Pattern pattern(const char* name) {
 }
 
 const std::vector<Pattern>& patterns() {
-  static const std::vector<Pattern> all = {pattern<1, 4, true>("stream1"), pattern<1, 4, false>("stream1-nopf"),
-                                           pattern<4, 1, true>("stream4"), pattern<8, 1, true>("stream8")};
+  static const std::vector<Pattern> all = {pattern<1, 4, true>("stream1"),      pattern<1, 4, false>("stream1-nopf"),
+                                           pattern<4, 1, true>("stream4"),      pattern<4, 1, false>("stream4-nopf"),
+                                           pattern<8, 1, true>("stream8"),      pattern<8, 1, false>("stream8-nopf")};
   return all;
 }
 

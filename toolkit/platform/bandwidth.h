@@ -8,8 +8,10 @@
 //   stream1      each thread reads its slice front to back, with software prefetch
 //   stream1-nopf the same without software prefetch (hardware prefetchers alone)
 //   stream4      each thread's slice split into 4 row blocks read in lock step, one 64-byte line of each block per
-//                step: how a matrix-vector product over 4 rows at a time reads its weights
+//                step: how the decode kernels read their weights (a tile's rows come from far-apart row groups,
+//                components/kernels/row_streams.h)
 //   stream8      the same with 8 interleaved row blocks
+//   stream4-nopf, stream8-nopf   the same without software prefetch, as the AVX2 decode kernels read
 // Each (pattern, threads) point is the best of `passes` timed passes.
 #pragma once
 #include <cstddef>
@@ -34,7 +36,7 @@ struct BandwidthOptions {
 };
 
 struct BandwidthSample {
-  std::string pattern;  // stream1 | stream1-nopf | stream4 | stream8
+  std::string pattern;  // stream1 | stream1-nopf | stream4[-nopf] | stream8[-nopf]
   int threads = 0;
   double gbs = 0;       // best pass, 1e9 bytes per second
 };
