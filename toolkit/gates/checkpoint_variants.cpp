@@ -65,13 +65,14 @@ Perturbation write_perturbed_checkpoint(const fs::path& from, const fs::path& to
   std::mt19937_64 rng(seed);
   Perturbation p;
   p.tensor = candidates[rng() % candidates.size()];
+  // Never scaled up: a larger q_proj or k_proj (without q/k norm) sharpens the attention and amplifies fast
+  // numerics' bf16 rounding beyond the bound calibrated on the real weights (seen: llama-tiny's q_proj x 1.62 took
+  // the fast logits 0.63 from the oracle's against a bound of 0.47 while the unperturbed gap was 0.36), so the gate
+  // failed at random on a correct engine. A sign flip keeps every magnitude and shrinking only flattens, and either
+  // still moves the logits (checked by the caller).
   const bool flip = rng() % 2 == 0;
   double factor = -1.0;
-  if (!flip) {
-    std::uniform_real_distribution<double> u(0.0, 1.0);
-    const double r = u(rng);
-    factor = r < 0.5 ? 0.5 + 0.6 * r : 1.25 + 1.5 * (r - 0.5);
-  }
+  if (!flip) factor = std::uniform_real_distribution<double>(0.5, 0.8)(rng);
   p.how = flip ? "sign flip" : "scaled by " + std::to_string(factor);
 
   write_transformed(store_in, from, to, [&](const io::TensorView& t, unsigned char* out) {

@@ -14,7 +14,7 @@ struct Perturbation {
 };
 
 // Copies `from` (config.json + weights) to `to` with one tensor, chosen with `seed`, negated or scaled by a random
-// factor in [0.5, 0.8] or [1.25, 2] (a two-dimensional tensor: a projection or the embedding).
+// factor in [0.5, 0.8] (a two-dimensional tensor: a projection or the embedding). Never scaled up: see the .cpp.
 Perturbation write_perturbed_checkpoint(const std::filesystem::path& from, const std::filesystem::path& to, uint64_t seed);
 
 // Writes `to`: config.json of `from` and, for every tensor of `from`, one of the same name, shape and dtype drawn
