@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "common/bf16.h"
+#include "kernels/row_streams.h"
 
 namespace mi::kernels {
 namespace {
@@ -88,8 +89,11 @@ inline __m512 exp_ps(__m512 x) {
 // (2 KiB for a 1024-column bf16 row) that the hardware prefetcher would only pick up after it started, and with
 // the next block already in flight the LM-head shape went from ~8 to ~11-12 GB/s on one core, against ~14 GB/s
 // for a pure sequential read (bench/kernels). Prefetches past the last row are harmless (PREFETCHh never faults).
+// Block row r is weight row w + r * row_step, prefetched `ahead` elements on, and output y[t * ldy + r * y_step]:
+// adjacent rows (row_step = ld, ahead = R * ld: the next block) or far-apart row groups (row_streams.h).
 template <int R, int T, class W, class X>
-inline void dot_block(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int cols) {
+inline void dot_block(const W* w, size_t row_step, size_t ahead, const X* x, size_t ldx, float* y, size_t ldy,
+                      size_t y_step, int cols) {
   __m512 acc0[T][R], acc1[T][R];
   for (int t = 0; t < T; ++t)
     for (int r = 0; r < R; ++r) acc0[t][r] = acc1[t][r] = _mm512_setzero_ps();
@@ -101,8 +105,8 @@ inline void dot_block(const W* w, size_t ld, const X* x, size_t ldx, float* y, s
       x1[t] = load16(x + t * ldx + c + 16);
     }
     for (int r = 0; r < R; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + (r + R) * ld + c), _MM_HINT_T0);
-      const __m512 w0 = load16(w + r * ld + c), w1 = load16(w + r * ld + c + 16);
+      _mm_prefetch(reinterpret_cast<const char*>(w + r * row_step + ahead + c), _MM_HINT_T0);
+      const __m512 w0 = load16(w + r * row_step + c), w1 = load16(w + r * row_step + c + 16);
       for (int t = 0; t < T; ++t) {
         acc0[t][r] = _mm512_fmadd_ps(w0, x0[t], acc0[t][r]);
         acc1[t][r] = _mm512_fmadd_ps(w1, x1[t], acc1[t][r]);
@@ -114,12 +118,13 @@ inline void dot_block(const W* w, size_t ld, const X* x, size_t ldx, float* y, s
     __m512 x0[T];
     for (int t = 0; t < T; ++t) x0[t] = load16(x + t * ldx + c, m);
     for (int r = 0; r < R; ++r) {
-      const __m512 w0 = load16(w + r * ld + c, m);
+      const __m512 w0 = load16(w + r * row_step + c, m);
       for (int t = 0; t < T; ++t) acc0[t][r] = _mm512_fmadd_ps(w0, x0[t], acc0[t][r]);
     }
   }
   for (int t = 0; t < T; ++t)
-    for (int r = 0; r < R; ++r) y[t * ldy + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t][r], acc1[t][r]));
+    for (int r = 0; r < R; ++r)
+      y[t * ldy + r * y_step] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t][r], acc1[t][r]));
 }
 
 // Rows per block: 8 for one token (16 accumulators; 8 concurrent row streams measured ~5% faster than 4 on the
@@ -133,13 +138,34 @@ static_assert(MI_TUNE_MATVEC_ROWS >= 1 && MI_TUNE_MATVEC_ROWS <= 8, "MI_TUNE_MAT
 template <int T>
 constexpr int kDotRows = T == 1 ? MI_TUNE_MATVEC_ROWS : 4;
 
+// Which rows a one-token block reads (ckb/platforms: [[tuning]] MI_TUNE_ROW_STREAMS): 0, R adjacent rows with the
+// next block prefetched (the measured default on a Xeon); 1, R rows from R far-apart row groups (row_streams.h),
+// each stream prefetched 4 KiB on, as the bandwidth probe's stream8 pattern reads (the best pattern on that Xeon).
+// On AMD Zen 3 the AVX2 level's groups streamed 34-42 GB/s against 24-28 for adjacent rows (experience OPT-013);
+// on AVX-512 machines groups are not measured yet, so `metainfer generate --tune` decides.
+#ifndef MI_TUNE_ROW_STREAMS
+#define MI_TUNE_ROW_STREAMS 0
+#endif
+static_assert(MI_TUNE_ROW_STREAMS == 0 || MI_TUNE_ROW_STREAMS == 1, "MI_TUNE_ROW_STREAMS: 0 or 1");
+constexpr size_t kStreamPrefetchBytes = 4096;
+
 // Y[t, r] for t < T over all rows: blocks of kDotRows rows, then single rows.
 template <int T, class W, class X>
 inline void dot_rows(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int rows, int cols) {
   constexpr int R = kDotRows<T>;
+  if constexpr (T == 1 && MI_TUNE_ROW_STREAMS == 1) {
+    constexpr size_t ahead = kStreamPrefetchBytes / sizeof(W);
+    for_row_streams<R>(
+        rows,
+        [&](int i, int n) {
+          dot_block<R, T>(w + size_t(i) * ld, size_t(n) * ld, ahead, x, ldx, y + i, ldy, size_t(n), cols);
+        },
+        [&](int r) { dot_block<1, T>(w + size_t(r) * ld, ld, ld, x, ldx, y + r, ldy, 1, cols); });
+    return;
+  }
   int r = 0;
-  for (; r + R <= rows; r += R) dot_block<R, T>(w + size_t(r) * ld, ld, x, ldx, y + r, ldy, cols);
-  for (; r < rows; ++r) dot_block<1, T>(w + size_t(r) * ld, ld, x, ldx, y + r, ldy, cols);
+  for (; r + R <= rows; r += R) dot_block<R, T>(w + size_t(r) * ld, ld, size_t(R) * ld, x, ldx, y + r, ldy, 1, cols);
+  for (; r < rows; ++r) dot_block<1, T>(w + size_t(r) * ld, ld, ld, x, ldx, y + r, ldy, 1, cols);
 }
 
 template <class W, class X>
