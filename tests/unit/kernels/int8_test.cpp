@@ -71,7 +71,7 @@ TYPED_TEST(Int8Test, MatmulMatchesScalar) {
   using K = TypeParam;
   MI_SKIP_IF_UNSUPPORTED(K);
   uint32_t seed = 101;
-  for (int M : {1, 2, 3, 4, 5, 9})
+  for (int M : {1, 2, 3, 4, 5, 8, 9, 13})
     for (int rows : {1, 5, 16, 19, 40})
       for (int cols : {1, 17, 64, 129, 600, 1100}) {
         const std::size_t ld = std::size_t(cols) + 3, ldx = std::size_t(cols) + 9, ldy = std::size_t(rows) + 2;
@@ -88,6 +88,28 @@ TYPED_TEST(Int8Test, MatmulMatchesScalar) {
           }
           for (std::size_t r = std::size_t(rows); r < ldy; ++r)
             ASSERT_EQ(y[std::size_t(m) * ldy + r], -7.0f) << K::name << ": wrote into Y's row padding";
+        }
+      }
+}
+
+// At the AVX2 level a token of a batch gets exactly what the lone matvec gives it (the batched kernel repeats each
+// output's FMAs), so an int8 engine's served greedy output does not depend on what a request is batched with.
+TEST(Int8Avx2, FewTokensEqualMatvecPerTokenBitwise) {
+  MI_SKIP_IF_UNSUPPORTED(Avx2);
+  uint32_t seed = 901;
+  for (int M : {2, 3, 5, 8, 11})
+    for (int rows : {1, 6, 33})
+      for (int cols : {7, 64, 1030}) {
+        const std::size_t ld = std::size_t(cols) + 3, ldx = std::size_t(cols) + 9, ldy = std::size_t(rows) + 2;
+        const Int8Matrix w = random_int8(rows, cols, ld, seed++);
+        const std::vector<float> x = random_acts(M, cols, ldx, seed++);
+        std::vector<float> y(std::size_t(M) * ldy, -7.0f), lone(static_cast<std::size_t>(rows));
+        Avx2::matmul(w.q.data(), w.scale.data(), ld, x.data(), ldx, y.data(), ldy, M, rows, cols);
+        for (int m = 0; m < M; ++m) {
+          Avx2::matvec(w.q.data(), w.scale.data(), ld, x.data() + std::size_t(m) * ldx, lone.data(), rows, cols);
+          for (int r = 0; r < rows; ++r)
+            ASSERT_EQ(y[std::size_t(m) * ldy + std::size_t(r)], lone[std::size_t(r)])
+                << "M=" << M << " rows=" << rows << " cols=" << cols << " m=" << m << " r=" << r;
         }
       }
 }
