@@ -310,6 +310,47 @@ TYPED_TEST(AttentionLevels, PrefillThenDecodeEqualsFullRecompute) {
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << i;
 }
 
+// Batched decode: B sequences of different lengths (their blocks interleaved in the pool), each row's output equals
+// causal_attention over that sequence alone, bit for bit, for GQA shapes where an item walks 1, 2, 4 KV heads and
+// where one KV head has more query heads than one walk holds.
+TYPED_TEST(AttentionLevels, BatchedDecodeEqualsEachSequenceAlone) {
+  using K = TypeParam;
+  MI_SKIP_UNSUPPORTED_LEVEL(K);
+  ThreadPool pool(2);
+  struct Shape { int heads, kv_heads; };
+  for (const Shape sh : {Shape{16, 8}, Shape{6, 3}, Shape{8, 2}, Shape{4, 4}, Shape{34, 1}, Shape{40, 2}}) {
+    const int head_dim = 32, B = 3, layers = 2, layer = 1, block = 4, max_context = 40;
+    const int lengths[B] = {1, 9, 23};
+    const mi::model::AttentionDims dims{sh.heads, sh.kv_heads, head_dim};
+    const std::size_t qrow = std::size_t(sh.heads) * head_dim, kvrow = std::size_t(sh.kv_heads) * head_dim;
+    mi::runtime::KvCache cache({layers, sh.kv_heads, head_dim, B, max_context, block});
+    int seqs[B];
+    for (int b = 0; b < B; ++b) seqs[b] = cache.allocate_sequence();
+    // Fill round-robin, a few positions at a time, so the sequences' blocks interleave in the pool.
+    uint32_t seed = 40;
+    for (int p = 0; p < 23; p += 3)
+      for (int b = 0; b < B; ++b) {
+        const int n = std::min(3, lengths[b] - p);
+        if (n <= 0) continue;
+        const int start = cache.append(seqs[b], n);
+        const auto k = mi_test::random_floats(std::size_t(n) * kvrow, seed++);
+        const auto v = mi_test::random_floats(std::size_t(n) * kvrow, seed++);
+        mi::model::store_kv(cache, seqs[b], layer, start, n, k.data(), v.data(), sh.kv_heads, head_dim);
+      }
+    const auto q = mi_test::random_floats(B * qrow, seed++, 0.7f);
+    std::vector<float> scores(mi::model::attention_scratch_floats(pool.size(), max_context));
+    std::vector<float> batched(B * qrow, -1.0f), alone(qrow);
+    mi::model::decode_attention_batch<K>(pool, cache, seqs, B, layer, dims, q.data(), batched.data(), scores.data());
+    for (int b = 0; b < B; ++b) {
+      mi::model::causal_attention<K>(pool, cache, seqs[b], layer, dims, q.data() + b * qrow, 1, lengths[b] - 1,
+                                     alone.data(), scores.data());
+      for (std::size_t i = 0; i < qrow; ++i)
+        ASSERT_EQ(batched[b * qrow + i], alone[i]) << "heads " << sh.heads << " kv " << sh.kv_heads << " row " << b
+                                                   << " i " << i;
+    }
+  }
+}
+
 TEST(Attention, RejectsInconsistentShapes) {
   ThreadPool pool(1);
   mi::runtime::KvCache cache({1, 2, 8, 1, 8, 4});
