@@ -80,7 +80,7 @@ std::string to_markdown(const json& r) {
     md << "| read bandwidth (model working set) | " << format_number(ws["best_gbs"].get<double>()) << " GB/s | the same probe on "
        << mib(ws["bytes"].get<double>()) << "; best: " << ws["best_pattern"].get<std::string>() << " at " << threads(ws["best_threads"]) << " |\n";
   }
-  md << "| decode bandwidth bound | " << format_number(l["decode_bandwidth_gbs"].get<double>()) << " GB/s | the larger of the two |\n";
+  md << "| decode bandwidth bound | " << format_number(l["decode_bandwidth_gbs"].get<double>()) << " GB/s | the larger of the two, at the start (each cell is judged by the probes around it: the matrix's bound GB/s) |\n";
   for (const char* f : {"f32_fma", "bf16_dot", "bf16_tile"}) {
     const json& p = l["peak_gflops"][f];
     if (p.is_null()) {

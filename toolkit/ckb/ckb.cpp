@@ -264,6 +264,7 @@ Platform read_platform(const fs::path& file) {
     tp.values = t.integers("values");
     tp.default_value = t.integer_or("default", 0);
     tp.summary = t.str_or("summary", "");
+    tp.numerics = t.strings("numerics");
     p.tuning.push_back(tp);
   });
   return p;

@@ -104,6 +104,7 @@ struct TuningParameter {
   std::vector<int> values;
   int default_value = 0;
   std::string summary;
+  std::vector<std::string> numerics;  // "precise" / "fast": the modes whose kernels read it; empty = both
 };
 
 struct Platform {

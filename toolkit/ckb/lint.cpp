@@ -279,6 +279,8 @@ class Linter {
         if (t.op != "matvec" && t.op != "matmul") error(p.source, f + ".op", "expected matvec or matmul, got '" + t.op + "'");
         if (t.values.size() < 2) error(p.source, f + ".values", "a tuning parameter needs at least two values to choose from");
         if (std::find(t.values.begin(), t.values.end(), t.default_value) == t.values.end()) error(p.source, f + ".default", "the default is not one of the values");
+        for (const auto& n : t.numerics)
+          if (n != "precise" && n != "fast") error(p.source, f + ".numerics", "expected precise or fast, got '" + n + "'");
       }
     }
   }

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "common/error.h"
@@ -81,6 +82,16 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
       std::cerr << "tune: " << param.parameter << " skipped (" << plan.dtype << " weights)\n";
       continue;
     }
+    const std::string mode = fast ? "fast" : "precise";
+    if (!param.numerics.empty() && std::find(param.numerics.begin(), param.numerics.end(), mode) == param.numerics.end()) {
+      // e.g. the avx512bf16 level's fast decode kernel (VDPBF16PS) does not read MI_TUNE_ROW_STREAMS: timing it
+      // would build identical programs and choose by noise.
+      result.report[param.parameter] = {{"op", param.op}, {"chosen", nullptr},
+                                        {"skipped", "the platform declares " + param.parameter + " for " + param.numerics.front() +
+                                                        " numerics only; this engine's " + mode + " kernels do not read it"}};
+      std::cerr << "tune: " << param.parameter << " skipped (" << mode << " numerics)\n";
+      continue;
+    }
     const auto shapes = model_shapes(plan, param.op);
     json entry = {{"op", param.op}, {"default", param.default_value}, {"summary", param.summary},
                   {"threads", o.threads}, {"tokens", param.op == "matvec" ? 1 : o.prefill_tokens},
@@ -140,7 +151,7 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
         res["bytes"] = line.at("bytes");
         res["flops"] = line.at("flops");
       }
-    int chosen = 0;
+    std::optional<int> chosen;  // none when no value built and ran (0 is a legal value)
     double best = 1e300;
     json values = json::object();
     for (int v : param.values) {
@@ -157,10 +168,10 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
       values[std::to_string(v)] = res;
     }
     entry["values"] = values;
-    entry["chosen"] = chosen > 0 ? json(chosen) : json(nullptr);
-    if (chosen > 0) result.choice[param.parameter] = chosen;
+    entry["chosen"] = chosen ? json(*chosen) : json(nullptr);
+    if (chosen) result.choice[param.parameter] = *chosen;
     result.report[param.parameter] = entry;
-    std::cerr << "tune: " << param.parameter << " = " << (chosen > 0 ? std::to_string(chosen) : "default (no value passed)") << "\n";
+    std::cerr << "tune: " << param.parameter << " = " << (chosen ? std::to_string(*chosen) : "default (no value passed)") << "\n";
   }
   if (own_dir) {
     std::error_code ec;

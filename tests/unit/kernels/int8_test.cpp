@@ -73,7 +73,7 @@ TYPED_TEST(Int8Test, MatmulMatchesScalar) {
   uint32_t seed = 101;
   for (int M : {1, 2, 3, 4, 5, 8, 9, 13})
     for (int rows : {1, 5, 16, 19, 40})
-      for (int cols : {1, 17, 64, 129, 600, 1100}) {
+      for (int cols : {1, 17, 64, 129, 600, 1100, 8200}) {  // 8200: several row blocks at 40 rows
         const std::size_t ld = std::size_t(cols) + 3, ldx = std::size_t(cols) + 9, ldy = std::size_t(rows) + 2;
         const Int8Matrix w = random_int8(rows, cols, ld, seed++);
         const std::vector<float> x = random_acts(M, cols, ldx, seed++);
@@ -97,9 +97,11 @@ TYPED_TEST(Int8Test, MatmulMatchesScalar) {
 TEST(Int8Avx2, FewTokensEqualMatvecPerTokenBitwise) {
   MI_SKIP_IF_UNSUPPORTED(Avx2);
   uint32_t seed = 901;
+  // rows 300 at 1030 columns and rows 40 at 8200 columns span several of the matmul's L2-sized row blocks.
   for (int M : {2, 3, 5, 8, 11})
-    for (int rows : {1, 6, 33})
-      for (int cols : {7, 64, 1030}) {
+    for (int rows : {1, 6, 33, 40, 300})
+      for (int cols : {7, 64, 1030, 8200}) {
+        if ((rows == 300 && cols == 8200) || (rows == 40 && cols != 8200 && cols != 1030)) continue;
         const std::size_t ld = std::size_t(cols) + 3, ldx = std::size_t(cols) + 9, ldy = std::size_t(rows) + 2;
         const Int8Matrix w = random_int8(rows, cols, ld, seed++);
         const std::vector<float> x = random_acts(M, cols, ldx, seed++);

@@ -90,6 +90,11 @@ TEST_F(BenchCli, QuickMatrixReportHasEveryCellMetricAndBound) {
       EXPECT_TRUE(std::isfinite(c["bounds"][k].get<double>())) << k;
       EXPECT_GT(c["bounds"][k].get<double>(), 0) << k;
     }
+    // The cell's bound: the larger of the read-bandwidth probes just before and just after it.
+    const json& bw = c["bandwidth_gbs"];
+    EXPECT_GT(bw["before"].get<double>(), 0);
+    EXPECT_GT(bw["after"].get<double>(), 0);
+    EXPECT_GE(bw["bound"].get<double>(), std::max(bw["before"].get<double>(), bw["after"].get<double>()));
     const double decode_fraction = c["fraction_of_bound"]["decode"].get<double>();
     EXPECT_GT(decode_fraction, 0);
     EXPECT_LE(decode_fraction, 1);

@@ -103,6 +103,17 @@ TEST(Tune, ConstraintsNamingAnUndeclaredParameterOrValueAreRefused) {
   r = metainfer({"plan", (dir / "c.toml").string()});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("tuning.lowercase"), std::string::npos) << r.err;
+  // 0 is a value like any other where the platform declares it (MI_TUNE_ROW_STREAMS: 0 = adjacent rows), and is
+  // refused where it does not.
+  mi_test::write_text(dir / "d.toml", "[model]\npath = \"" + model.string() +
+                                          "\"\n[platform]\nname = \"x86-64-avx512\"\n[tuning]\nMI_TUNE_ROW_STREAMS = 0\n");
+  r = metainfer({"plan", (dir / "d.toml").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  mi_test::write_text(dir / "e.toml", "[model]\npath = \"" + model.string() +
+                                          "\"\n[platform]\nname = \"x86-64-avx512\"\n[tuning]\nMI_TUNE_MATVEC_ROWS = 0\n");
+  r = metainfer({"plan", (dir / "e.toml").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("expected one of 4, 8"), std::string::npos) << r.err;
 }
 
 }  // namespace
