@@ -183,7 +183,6 @@ json run_bench(const BenchOptions& o) {
   lo.dram_bytes = o.dram_bytes;
   lo.working_set_bytes = cost.decode_working_set(longest);
   const MachineLimits limits = measure_machine_limits(lo);
-  const double bandwidth = limits.decode_bandwidth_gbs();
   const PeakFlops& peak = limits.prefill_peak(cost.dtype);
   // Read bandwidth moves on shared hosts (bimodal on some VMs), so each cell's decode bound is the bandwidth measured
   // around that cell: the larger of a DRAM probe just before it and one just after it (every pattern, at the engine's
@@ -199,7 +198,7 @@ json run_bench(const BenchOptions& o) {
   };
   const double working_set_gbs = limits.working_set ? limits.working_set->best_gbs : 0.0;
   double bandwidth_before = limits.dram.best_gbs;
-  double bandwidth_most = bandwidth;  // the largest decode bandwidth measured in the run: the profile's bound
+  double bandwidth_most = limits.decode_bandwidth_gbs();  // the largest decode bandwidth measured in the run: the profile's bound
 
   EngineRunner runner(engine.binary, checkpoint, threads, cost.vocab, o.timeout_s);
 

@@ -73,29 +73,31 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
   const auto sources = level_sources(components, platform.kernel_level);
 
   const bool fast = plan.constraints.numerics == "fast";
+  const std::string mode = fast ? "fast" : "precise";
   for (const auto& param : platform.tuning) {
+    // A parameter this engine's kernels do not read is not timed (identical programs would be chosen by noise).
+    std::string skipped, why;
     if (plan.dtype != "bf16") {
-      // The parameters tune the bf16-weight kernels; int8 and f32 engines run other kernels that do not read them.
-      result.report[param.parameter] = {{"op", param.op}, {"chosen", nullptr},
-                                        {"skipped", "the tuned kernels take bf16 weights; this engine computes with " +
-                                                        plan.dtype + " weights, whose kernels do not read " + param.parameter}};
-      std::cerr << "tune: " << param.parameter << " skipped (" << plan.dtype << " weights)\n";
-      continue;
+      // The parameters tune the bf16-weight kernels; int8 and f32 engines run other kernels.
+      skipped = "the tuned kernels take bf16 weights; this engine computes with " + plan.dtype +
+                " weights, whose kernels do not read " + param.parameter;
+      why = plan.dtype + " weights";
+    } else if (!param.numerics.empty() &&
+               std::find(param.numerics.begin(), param.numerics.end(), mode) == param.numerics.end()) {
+      // e.g. the avx512bf16 level's fast decode kernel (VDPBF16PS) does not read MI_TUNE_ROW_STREAMS.
+      skipped = "the platform declares " + param.parameter + " for " + param.numerics.front() +
+                " numerics only; this engine's " + mode + " kernels do not read it";
+      why = mode + " numerics";
     }
-    const std::string mode = fast ? "fast" : "precise";
-    if (!param.numerics.empty() && std::find(param.numerics.begin(), param.numerics.end(), mode) == param.numerics.end()) {
-      // e.g. the avx512bf16 level's fast decode kernel (VDPBF16PS) does not read MI_TUNE_ROW_STREAMS: timing it
-      // would build identical programs and choose by noise.
-      result.report[param.parameter] = {{"op", param.op}, {"chosen", nullptr},
-                                        {"skipped", "the platform declares " + param.parameter + " for " + param.numerics.front() +
-                                                        " numerics only; this engine's " + mode + " kernels do not read it"}};
-      std::cerr << "tune: " << param.parameter << " skipped (" << mode << " numerics)\n";
+    if (!skipped.empty()) {
+      result.report[param.parameter] = {{"op", param.op}, {"chosen", nullptr}, {"skipped", skipped}};
+      std::cerr << "tune: " << param.parameter << " skipped (" << why << ")\n";
       continue;
     }
     const auto shapes = model_shapes(plan, param.op);
     json entry = {{"op", param.op}, {"default", param.default_value}, {"summary", param.summary},
                   {"threads", o.threads}, {"tokens", param.op == "matvec" ? 1 : o.prefill_tokens},
-                  {"numerics", fast ? "fast" : "precise"}};
+                  {"numerics", mode}};
     json shape_list = json::array();
     for (const auto& [r, c] : shapes) shape_list.push_back({r, c});
     entry["shapes"] = shape_list;
@@ -119,7 +121,7 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
       results[v] = {{"ok", true}, {"seconds", nullptr}, {"runs", json::array()}};
     }
     // Interleaved rounds: every value once per round, so drift on a shared machine hits all of them alike.
-    std::vector<std::string> args = {param.op, fast ? "fast" : "precise", std::to_string(o.threads),
+    std::vector<std::string> args = {param.op, mode, std::to_string(o.threads),
                                      std::to_string(o.prefill_tokens),
                                      std::to_string(o.repeats),
                                      std::to_string(param.op == "matvec" ? std::min(o.decode_max_bytes, double(plan.weight_bytes)) : 0.0)};
