@@ -71,7 +71,48 @@ inline void matvec(const int8_t* q, const float* scale, size_t ld, const float* 
   for (; r < rows; ++r) dot_rows<1>(q + size_t(r) * ld, scale + r, ld, x, y + r, cols);
 }
 
-// ---- prefill ----------------------------------------------------------------------------------------------
+// ---- batched decode: one row x T tokens (T <= kMaxDotTokens) ---------------------------------------------------
+// Each weight vector is converted once and used for all T tokens (the conversion, not the FMA, is the costly part
+// of an int8 step); token t's accumulators see exactly the FMAs of dot_rows<R> for that token alone (acc0/acc1 in the
+// same column order, the same masked tail, the same final sum and scale), so a batched row equals the lone matvec
+// bitwise and an int8 engine's greedy output does not depend on what a request is batched with. 2T accumulators +
+// 4 weight vectors, activations as memory operands: 20 zmm at T = 8.
+constexpr int kMaxDotTokens = 8;
+
+template <int T>
+inline void dot_row_tokens(const int8_t* row, float scale, size_t ld, const float* x, size_t ldx, float* y,
+                           size_t ldy, int cols) {
+  __m512 acc0[T], acc1[T];
+  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm512_setzero_ps();
+  int c = 0;
+  for (; c + 64 <= cols; c += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(row + ld + c), _MM_HINT_T0);  // the next row's same line
+    const __m512 w0 = load_q16(row + c), w1 = load_q16(row + c + 16), w2 = load_q16(row + c + 32),
+                 w3 = load_q16(row + c + 48);
+    for (int t = 0; t < T; ++t) {
+      const float* xt = x + size_t(t) * ldx + c;
+      acc0[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xt), acc0[t]);
+      acc1[t] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xt + 16), acc1[t]);
+      acc0[t] = _mm512_fmadd_ps(w2, _mm512_loadu_ps(xt + 32), acc0[t]);
+      acc1[t] = _mm512_fmadd_ps(w3, _mm512_loadu_ps(xt + 48), acc1[t]);
+    }
+  }
+  for (; c < cols; c += 16) {  // at most three masked steps
+    const __mmask16 m = lanes(cols - c);
+    const __m512 w0 = load_q16(row + c, m);
+    for (int t = 0; t < T; ++t)
+      acc0[t] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(m, x + size_t(t) * ldx + c), acc0[t]);
+  }
+  for (int t = 0; t < T; ++t) y[size_t(t) * ldy] = scale * _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t]));
+}
+
+template <int T>
+inline void dot_rows_tokens(const int8_t* q, const float* scale, size_t ld, const float* x, size_t ldx, float* y,
+                            size_t ldy, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) dot_row_tokens<T>(q + size_t(r) * ld, scale[r], ld, x, ldx, y + r, ldy, cols);
+}
+
+// ---- prefill (M > kMaxDotTokens) ----------------------------------------------------------------------------
 // Widened once: a strip of 16 rows x kKC columns of Q is converted to f32 into a 32 KiB buffer (exact), and every
 // token reads the f32 copy, so the int8 -> f32 conversion is paid once per strip and column block, not per token.
 // R rows x T tokens per block, one accumulator per (row, token): every weight vector is used for T tokens and every
@@ -113,7 +154,17 @@ inline void block_rows(const float* w, const float* x, size_t ldx, float* y, siz
 
 inline void matmul(const int8_t* q, const float* scale, size_t ld, const float* x, size_t ldx, float* y, size_t ldy,
                    int M, int rows, int cols) {
-  if (M == 1) return matvec(q, scale, ld, x, y, rows, cols);
+  switch (M) {
+    case 1: return matvec(q, scale, ld, x, y, rows, cols);
+    case 2: return dot_rows_tokens<2>(q, scale, ld, x, ldx, y, ldy, rows, cols);
+    case 3: return dot_rows_tokens<3>(q, scale, ld, x, ldx, y, ldy, rows, cols);
+    case 4: return dot_rows_tokens<4>(q, scale, ld, x, ldx, y, ldy, rows, cols);
+    case 5: return dot_rows_tokens<5>(q, scale, ld, x, ldx, y, ldy, rows, cols);
+    case 6: return dot_rows_tokens<6>(q, scale, ld, x, ldx, y, ldy, rows, cols);
+    case 7: return dot_rows_tokens<7>(q, scale, ld, x, ldx, y, ldy, rows, cols);
+    case 8: return dot_rows_tokens<8>(q, scale, ld, x, ldx, y, ldy, rows, cols);
+    default: break;
+  }
   if (cols <= 0) {
     for (int m = 0; m < M; ++m)
       for (int r = 0; r < rows; ++r) y[size_t(m) * ldy + r] = 0.0f;

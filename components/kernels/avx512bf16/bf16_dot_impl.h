@@ -1,5 +1,5 @@
-// VDPBF16PS building blocks shared by the avx512bf16 and amx levels: the memory-bound fast kernels (bf16
-// activations x bf16 weights in dot form, decode and prefills of fewer than 4 tokens). VDPBF16PS
+// VDPBF16PS building blocks shared by the avx512bf16 and amx levels: the fast kernels (bf16 activations x bf16
+// weights): dot form for decode and up to 8 tokens, packed bf16 pairs for prefill (the amx level uses tiles there). VDPBF16PS
 // (_mm512_dpbf16_ps): lane i += a[2i]*b[2i] + a[2i+1]*b[2i+1], so one instruction does 32 bf16 multiply-adds into
 // 16 f32 lanes and neither operand needs widening.
 //
@@ -69,16 +69,171 @@ inline void dp_rows(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, flo
   for (; r < rows; ++r) dp_block<1, T>(w + size_t(r) * ld, ld, x, ldx, y + r, ldy, cols);
 }
 
-// Prefill. For M < 4 the weights are streamed once in dot form with VDPBF16PS (memory-bound, as decode). For
-// larger M the kernel is compute-bound and uses the register-blocked f32 FMA kernel of the avx512 level (both
-// operands widened exactly): measured on an Emerald Rapids Xeon (family 6 model 207), VDPBF16PS zmm retires at
-// 0.5 per cycle against 2 per cycle for VFMADD231PS zmm, i.e. 32 against 64 flop/cycle, and a packed bf16-pair
-// VDPBF16PS micro-kernel (12 tokens x 32 rows, kept in git history) reached 75 GFLOP/s against 110-125 GFLOP/s for
-// the FMA kernel at M = 128 (bench/kernels). Both give the same result semantics up to summation order.
+// Batched decode (4..8 tokens, one per sequence): one weight row x T tokens per pass (impl::dot_row_tokens with
+// VDPBF16PS), so every weight vector is loaded once for all T tokens. Each (token, row) output accumulates exactly as
+// dp_block<R, 1> does for that token alone (the same VDPBF16PS on acc0/acc1 in the same column order, the same masked
+// tail, the same final sum): a batched fast-mode row equals the lone matvec_fast bitwise. With the activations as
+// memory operands, T = 8 needs 2*T accumulators + 2 weight registers.
+template <int T>
+inline void dp_row_tokens(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int cols) {
+  __m512 acc0[T], acc1[T];
+  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm512_setzero_ps();
+  int c = 0;
+  for (; c + 64 <= cols; c += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(w + ld + c), _MM_HINT_T0);  // the next row's same columns
+    const __m512bh w0 = load32(w + c), w1 = load32(w + c + 32);
+    for (int t = 0; t < T; ++t) {
+      acc0[t] = _mm512_dpbf16_ps(acc0[t], w0, load32(x + t * ldx + c));
+      acc1[t] = _mm512_dpbf16_ps(acc1[t], w1, load32(x + t * ldx + c + 32));
+    }
+  }
+  for (; c < cols; c += 32) {  // at most two masked steps
+    const __mmask32 m = impl::mask32(cols - c);
+    const __m512bh w0 = load32(w + c, m);
+    for (int t = 0; t < T; ++t) acc0[t] = _mm512_dpbf16_ps(acc0[t], w0, load32(x + t * ldx + c, m));
+  }
+  for (int t = 0; t < T; ++t) y[t * ldy] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t]));
+}
+
+template <int T>
+inline void dp_rows_tokens(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int rows,
+                           int cols) {
+  for (int r = 0; r < rows; ++r) dp_row_tokens<T>(w + size_t(r) * ld, ld, x, ldx, y + r, ldy, cols);
+}
+
+// ---- prefill (more than kMaxDotTokens tokens): packed bf16 pairs -----------------------------------------------
+// Outer-product form as impl::matmul (BLIS-style: a panel of kNR = 32 weight rows x kKC columns packed once, used by
+// every token of an kMC block, kMR = 12 tokens at a time), but neither operand is widened: the panel holds bf16
+// pairs, panel[p * 32 + r] = (W[r, 2p], W[r, 2p + 1]) as one 32-bit lane (low half = even column, the order
+// VDPBF16PS pairs them), and each token's (x[2p], x[2p + 1]) is broadcast as one 32-bit value. Per pair of columns
+// the micro-kernel does 2 panel loads, 12 broadcasts and 24 VDPBF16PS (64 multiply-adds each, 2 per column): twice
+// the work per instruction of the f32 FMA kernel. A zero-padded last pair covers an odd column count.
+// Which kernel runs is a tuning parameter (ckb/platforms [[tuning]] MI_TUNE_BF16_PREFILL): VDPBF16PS zmm throughput
+// differs by vendor. Measured (one thread, 256 tokens x 3072 x 1024): AMD Zen 5 (EPYC "Turin") 292.6 GFLOP/s packed
+// pairs against 141.7 for the FMA kernel; an Emerald Rapids Xeon retires VDPBF16PS zmm at 0.5 per cycle, where an
+// earlier version of this kernel reached 75 GFLOP/s against 110-125 (bench/kernels). The results differ only in
+// summation order (pairs are summed before they reach the accumulator), within the kernel contract's bound.
+#ifndef MI_TUNE_BF16_PREFILL
+#define MI_TUNE_BF16_PREFILL 1
+#endif
+static_assert(MI_TUNE_BF16_PREFILL == 0 || MI_TUNE_BF16_PREFILL == 1, "MI_TUNE_BF16_PREFILL: 0 or 1");
+
+// dst[p * 32 + r] = (W[r, 2p], W[r, 2p + 1]) for r < nr, p < ceil(kc / 2); rows nr..31 and a lone last column's
+// partner are zero. Rows are read in 16-pair chunks and transposed as 32-bit lanes (impl::transpose16x16).
+inline void pack_pairs(const bf16_t* w, size_t ld, int nr, int kc, uint32_t* dst) {
+  const int pairs = (kc + 1) / 2;
+  for (int g = 0; g < 2; ++g) {
+    const int r0 = 16 * g;
+    for (int p = 0; p < pairs; p += 16) {
+      const __mmask32 km = impl::mask32(kc - 2 * p);
+      __m512 t[16];
+      for (int i = 0; i < 16; ++i)
+        t[i] = r0 + i < nr ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(km, w + size_t(r0 + i) * ld + 2 * p))
+                           : _mm512_setzero_ps();
+      impl::transpose16x16(t);
+      const int pn = pairs - p < 16 ? pairs - p : 16;
+      for (int j = 0; j < pn; ++j) _mm512_store_si512(dst + size_t(p + j) * impl::kNR + r0, _mm512_castps_si512(t[j]));
+    }
+  }
+}
+
+// Token pair (x[0], x[1]) as one 32-bit lane value, low half first (little-endian, as in memory).
+inline int load_pair(const bf16_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return int(v);
+}
+
+// Y[i, 0..nr) (+)= sum_k x[i, k] * W[r, k] for i < MR over the panel's kc columns.
+template <int MR>
+inline void micro_pairs(const uint32_t* panel, const bf16_t* x, size_t ldx, int kc, float* y, size_t ldy,
+                        __mmask16 m0, __mmask16 m1, bool accumulate) {
+  __m512 c0[MR], c1[MR];
+  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
+  const int full_pairs = kc / 2;
+  for (int p = 0; p < full_pairs; ++p) {
+    const __m512bh w0 = (__m512bh)_mm512_load_si512(panel + size_t(p) * impl::kNR);
+    const __m512bh w1 = (__m512bh)_mm512_load_si512(panel + size_t(p) * impl::kNR + 16);
+    for (int i = 0; i < MR; ++i) {
+      const __m512bh xb = (__m512bh)_mm512_set1_epi32(load_pair(x + i * ldx + 2 * p));
+      c0[i] = _mm512_dpbf16_ps(c0[i], w0, xb);
+      c1[i] = _mm512_dpbf16_ps(c1[i], w1, xb);
+    }
+  }
+  if (kc & 1) {  // the last column alone: its partner is 0 in the panel and in x (never read past the row)
+    const __m512bh w0 = (__m512bh)_mm512_load_si512(panel + size_t(full_pairs) * impl::kNR);
+    const __m512bh w1 = (__m512bh)_mm512_load_si512(panel + size_t(full_pairs) * impl::kNR + 16);
+    for (int i = 0; i < MR; ++i) {
+      const __m512bh xb = (__m512bh)_mm512_set1_epi32(int(x[i * ldx + kc - 1].bits));
+      c0[i] = _mm512_dpbf16_ps(c0[i], w0, xb);
+      c1[i] = _mm512_dpbf16_ps(c1[i], w1, xb);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    float* yi = y + i * ldy;
+    if (accumulate) {
+      c0[i] = _mm512_add_ps(c0[i], _mm512_maskz_loadu_ps(m0, yi));
+      c1[i] = _mm512_add_ps(c1[i], _mm512_maskz_loadu_ps(m1, yi + 16));
+    }
+    _mm512_mask_storeu_ps(yi, m0, c0[i]);
+    _mm512_mask_storeu_ps(yi + 16, m1, c1[i]);
+  }
+}
+
+inline void micro_pairs_dispatch(int mr, const uint32_t* panel, const bf16_t* x, size_t ldx, int kc, float* y,
+                                 size_t ldy, __mmask16 m0, __mmask16 m1, bool accumulate) {
+  switch (mr) {
+#define MI_MICRO_CASE(n) \
+  case n: micro_pairs<n>(panel, x, ldx, kc, y, ldy, m0, m1, accumulate); break;
+    MI_MICRO_CASE(1) MI_MICRO_CASE(2) MI_MICRO_CASE(3) MI_MICRO_CASE(4) MI_MICRO_CASE(5) MI_MICRO_CASE(6)
+    MI_MICRO_CASE(7) MI_MICRO_CASE(8) MI_MICRO_CASE(9) MI_MICRO_CASE(10) MI_MICRO_CASE(11) MI_MICRO_CASE(12)
+#undef MI_MICRO_CASE
+    default: break;
+  }
+}
+
+// Stack use: 16 KiB packed panel.
+inline void matmul_pairs(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int M,
+                         int rows, int cols) {
+  alignas(64) uint32_t panel[(impl::kKC / 2) * impl::kNR];
+  for (int m0 = 0; m0 < M; m0 += impl::kMC) {
+    const int mc = M - m0 < impl::kMC ? M - m0 : impl::kMC;
+    for (int r0 = 0; r0 < rows; r0 += impl::kNR) {
+      const int nr = rows - r0 < impl::kNR ? rows - r0 : impl::kNR;
+      const __mmask16 rm0 = impl::mask16(nr), rm1 = impl::mask16(nr - 16);
+      for (int k0 = 0; k0 < cols; k0 += impl::kKC) {
+        const int kc = cols - k0 < impl::kKC ? cols - k0 : impl::kKC;
+        pack_pairs(w + size_t(r0) * ld + k0, ld, nr, kc, panel);
+        for (int i0 = 0; i0 < mc; i0 += impl::kMR) {
+          const int mr = mc - i0 < impl::kMR ? mc - i0 : impl::kMR;
+          micro_pairs_dispatch(mr, panel, x + size_t(m0 + i0) * ldx + k0, ldx, kc, y + size_t(m0 + i0) * ldy + r0,
+                               ldy, rm0, rm1, k0 > 0);
+        }
+      }
+    }
+  }
+}
+
+// M <= 8 (decode, batched decode, short prefill chunks): VDPBF16PS in dot form, the weights streamed once for up to
+// 3 tokens (dp_rows) or 4..8 (dp_rows_tokens); memory-bound, as decode, and every token's row equals its lone
+// matvec_fast bitwise (tests/unit/kernels FewTokensEqualMatvecPerTokenBitwise). Above: the prefill kernel the
+// MI_TUNE_BF16_PREFILL parameter names (matmul_pairs, or impl::matmul's f32 FMA kernel with both operands widened).
 inline void matmul_fast(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int M, int rows,
                  int cols) {
-  if (M >= impl::kMinTokensForBlocking || M <= 0 || rows <= 0 || cols <= 0)
+  if (M <= 0 || rows <= 0) return;
+  if (cols <= 0) return impl::zero_outputs(y, ldy, M, rows);
+  if (M > impl::kMaxDotTokens) {
+    if constexpr (MI_TUNE_BF16_PREFILL == 1) return matmul_pairs(w, ld, x, ldx, y, ldy, M, rows, cols);
     return impl::matmul(w, ld, x, ldx, y, ldy, M, rows, cols);
+  }
+  switch (M) {
+    case 4: return dp_rows_tokens<4>(w, ld, x, ldx, y, ldy, rows, cols);
+    case 5: return dp_rows_tokens<5>(w, ld, x, ldx, y, ldy, rows, cols);
+    case 6: return dp_rows_tokens<6>(w, ld, x, ldx, y, ldy, rows, cols);
+    case 7: return dp_rows_tokens<7>(w, ld, x, ldx, y, ldy, rows, cols);
+    case 8: return dp_rows_tokens<8>(w, ld, x, ldx, y, ldy, rows, cols);
+    default: break;
+  }
   int m = 0;
   for (; m + 3 <= M; m += 3) dp_rows<3>(w, ld, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy, ldy, rows, cols);
   if (M - m == 2) dp_rows<2>(w, ld, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy, ldy, rows, cols);

@@ -3,6 +3,8 @@
 // the row blocks and the single-row tails, token counts around the 4-token blocks, row stride ld > cols with the
 // padding set to -128 (a value quantisation never produces) and activations that are NaN past `cols`, so a kernel
 // reading past a row poisons its result. The scalar level itself is checked against a double-precision sum.
+#include <type_traits>
+
 #include "kernel_test_support.h"
 
 namespace mi::kernels::test {
@@ -92,26 +94,29 @@ TYPED_TEST(Int8Test, MatmulMatchesScalar) {
       }
 }
 
-// At the AVX2 level a token of a batch gets exactly what the lone matvec gives it (the batched kernel repeats each
-// output's FMAs), so an int8 engine's served greedy output does not depend on what a request is batched with.
-TEST(Int8Avx2, FewTokensEqualMatvecPerTokenBitwise) {
-  MI_SKIP_IF_UNSUPPORTED(Avx2);
+// A token of a batched decode step (up to 8 tokens; at the AVX2 level any count, several-token products being the
+// lone matvec per token) gets exactly what the lone matvec gives it: each level's batched kernel repeats each
+// output's FMAs, so an int8 engine's served greedy output does not depend on what a request is batched with.
+TYPED_TEST(Int8Test, FewTokensEqualMatvecPerTokenBitwise) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
   uint32_t seed = 901;
-  // rows 300 at 1030 columns and rows 40 at 8200 columns span several of the matmul's L2-sized row blocks.
-  for (int M : {2, 3, 5, 8, 11})
+  // rows 300 at 1030 columns and rows 40 at 8200 columns span several of the AVX2 matmul's L2-sized row blocks.
+  for (int M : {2, 3, 4, 5, 7, 8, 11})
     for (int rows : {1, 6, 33, 40, 300})
-      for (int cols : {7, 64, 1030, 8200}) {
+      for (int cols : {7, 64, 100, 1030, 8200}) {
+        if (M > 8 && !std::is_same_v<K, Avx2>) continue;  // above 8 tokens the AVX-512 levels run the prefill kernel
         if ((rows == 300 && cols == 8200) || (rows == 40 && cols != 8200 && cols != 1030)) continue;
         const std::size_t ld = std::size_t(cols) + 3, ldx = std::size_t(cols) + 9, ldy = std::size_t(rows) + 2;
         const Int8Matrix w = random_int8(rows, cols, ld, seed++);
         const std::vector<float> x = random_acts(M, cols, ldx, seed++);
         std::vector<float> y(std::size_t(M) * ldy, -7.0f), lone(static_cast<std::size_t>(rows));
-        Avx2::matmul(w.q.data(), w.scale.data(), ld, x.data(), ldx, y.data(), ldy, M, rows, cols);
+        K::matmul(w.q.data(), w.scale.data(), ld, x.data(), ldx, y.data(), ldy, M, rows, cols);
         for (int m = 0; m < M; ++m) {
-          Avx2::matvec(w.q.data(), w.scale.data(), ld, x.data() + std::size_t(m) * ldx, lone.data(), rows, cols);
+          K::matvec(w.q.data(), w.scale.data(), ld, x.data() + std::size_t(m) * ldx, lone.data(), rows, cols);
           for (int r = 0; r < rows; ++r)
             ASSERT_EQ(y[std::size_t(m) * ldy + std::size_t(r)], lone[std::size_t(r)])
-                << "M=" << M << " rows=" << rows << " cols=" << cols << " m=" << m << " r=" << r;
+                << K::name << " M=" << M << " rows=" << rows << " cols=" << cols << " m=" << m << " r=" << r;
         }
       }
 }
