@@ -84,7 +84,7 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
       why = plan.dtype + " weights";
     } else if (!param.numerics.empty() &&
                std::find(param.numerics.begin(), param.numerics.end(), mode) == param.numerics.end()) {
-      // e.g. the avx512bf16 level's fast decode kernel (VDPBF16PS) does not read MI_TUNE_ROW_STREAMS.
+      // e.g. a precise engine does not read the fast-mode prefill choice MI_TUNE_BF16_PREFILL.
       skipped = "the platform declares " + param.parameter + " for " + param.numerics.front() +
                 " numerics only; this engine's " + mode + " kernels do not read it";
       why = mode + " numerics";

@@ -127,27 +127,28 @@ inline void dot_block(const W* w, size_t row_step, size_t ahead, const X* x, siz
       y[t * ldy + r * y_step] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t][r], acc1[t][r]));
 }
 
-// Rows per block: 8 for one token (16 accumulators; 8 concurrent row streams measured ~5% faster than 4 on the
-// DRAM-bound LM-head shape), 4 for 2-3 tokens (16-24 accumulators, within the 32 zmm registers).
-// The one-token block is a tuning parameter (ckb/platforms: [[tuning]] MI_TUNE_MATVEC_ROWS, set by the engine's
-// build from its constraints' [tuning]; `metainfer generate --tune` times the choices).
+// Rows per block: 4 for one token, read as 4 far-apart row streams (MI_TUNE_ROW_STREAMS below), and 4 for 2-3
+// tokens (16-24 accumulators, within the 32 zmm registers). The one-token block is a tuning parameter
+// (ckb/platforms: [[tuning]] MI_TUNE_MATVEC_ROWS, set by the engine's build from its constraints' [tuning];
+// `metainfer generate --tune` times the choices).
 #ifndef MI_TUNE_MATVEC_ROWS
-#define MI_TUNE_MATVEC_ROWS 8
+#define MI_TUNE_MATVEC_ROWS 4
 #endif
 static_assert(MI_TUNE_MATVEC_ROWS >= 1 && MI_TUNE_MATVEC_ROWS <= 8, "MI_TUNE_MATVEC_ROWS: 1..8 (2 accumulators per row)");
 template <int T>
 constexpr int kDotRows = T == 1 ? MI_TUNE_MATVEC_ROWS : 4;
 
-// Which rows a one-token block reads (ckb/platforms: [[tuning]] MI_TUNE_ROW_STREAMS): 0, R adjacent rows with the
-// next block prefetched (the measured default on a Xeon); 1, R rows from R far-apart row groups (row_streams.h),
-// each stream prefetched 4 KiB on, as the bandwidth probe's stream8 pattern reads (the best pattern on that Xeon).
-// On AMD Zen 3 the AVX2 level's groups streamed 34-42 GB/s against 24-28 for adjacent rows (experience OPT-013);
-// on AVX-512 machines groups are not measured yet, so `metainfer generate --tune` decides.
+// Which rows a one-token block reads (ckb/platforms: [[tuning]] MI_TUNE_ROW_STREAMS): 1 (default), R rows from R
+// far-apart row groups (row_streams.h), each stream prefetched kStreamPrefetchBytes on; 0, R adjacent rows with the
+// next block prefetched. Measured on AMD Zen 5 (EPYC "Turin", 2 threads, 48 distinct 3072 x 1024 bf16 matrices
+// streamed, f32 activations; the read probe's best pattern gave 72-75 GB/s): 4 streams with 2 KiB prefetch
+// 69-72 GB/s (1 thread 36-38), 4 streams with 4 KiB 58-65, without prefetch 64-67, 8 streams 48-57, 8 adjacent rows
+// (the earlier default, chosen on a Xeon) 49-52 (1 thread 25.5). Experience OPT-014.
 #ifndef MI_TUNE_ROW_STREAMS
-#define MI_TUNE_ROW_STREAMS 0
+#define MI_TUNE_ROW_STREAMS 1
 #endif
 static_assert(MI_TUNE_ROW_STREAMS == 0 || MI_TUNE_ROW_STREAMS == 1, "MI_TUNE_ROW_STREAMS: 0 or 1");
-constexpr size_t kStreamPrefetchBytes = 4096;
+constexpr size_t kStreamPrefetchBytes = 2048;
 
 // Y[t, r] for t < T over all rows: blocks of kDotRows rows, then single rows.
 template <int T, class W, class X>

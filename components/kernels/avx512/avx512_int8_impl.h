@@ -18,6 +18,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/row_streams.h"
+
 namespace mi::kernels {
 namespace {
 namespace avx512_int8 {
@@ -36,11 +38,16 @@ inline __m512 load_q16(const int8_t* p, __mmask16 m) {
 
 // ---- decode -----------------------------------------------------------------------------------------------
 // R rows at a time, 64 columns (one cache line of each row) per step, two accumulators per row (2R independent
-// FMA chains). The decode matvec is bound by the weight stream: while the R rows' lines are read, the same line of
-// the next R rows is prefetched, so 2R row streams are in flight (a short 1 KiB row of a 1024-column matrix is
-// otherwise over before the hardware prefetcher has picked it up). Prefetches past the last row never fault.
+// FMA chains). The decode matvec is bound by the weight stream, so the R rows of a block come from R far-apart row
+// groups (row_streams.h): R long sequential streams, each prefetched kStreamPrefetchBytes ahead, as the bf16 kernels
+// read them (avx512_impl.h, MI_TUNE_ROW_STREAMS = 1; measured there on AMD Zen 5: 69-72 GB/s against 49-52 for
+// adjacent rows with the next block prefetched). Block row r is row q + r * row_step, its output y[r * y_step].
+// Prefetches past the last row never fault.
+constexpr size_t kStreamPrefetchBytes = 2048;
+
 template <int R>
-inline void dot_rows(const int8_t* q, const float* scale, size_t ld, const float* x, float* y, int cols) {
+inline void dot_rows(const int8_t* q, const float* scale, size_t row_step, size_t ahead, const float* x, float* y,
+                     size_t y_step, int cols) {
   __m512 acc0[R], acc1[R];
   for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
   int c = 0;
@@ -48,8 +55,8 @@ inline void dot_rows(const int8_t* q, const float* scale, size_t ld, const float
     const __m512 x0 = _mm512_loadu_ps(x + c), x1 = _mm512_loadu_ps(x + c + 16), x2 = _mm512_loadu_ps(x + c + 32),
                  x3 = _mm512_loadu_ps(x + c + 48);
     for (int r = 0; r < R; ++r) {
-      const int8_t* row = q + size_t(r) * ld + c;
-      _mm_prefetch(reinterpret_cast<const char*>(row + size_t(R) * ld), _MM_HINT_T0);
+      const int8_t* row = q + size_t(r) * row_step + c;
+      _mm_prefetch(reinterpret_cast<const char*>(row + ahead), _MM_HINT_T0);
       acc0[r] = _mm512_fmadd_ps(load_q16(row), x0, acc0[r]);
       acc1[r] = _mm512_fmadd_ps(load_q16(row + 16), x1, acc1[r]);
       acc0[r] = _mm512_fmadd_ps(load_q16(row + 32), x2, acc0[r]);
@@ -59,16 +66,20 @@ inline void dot_rows(const int8_t* q, const float* scale, size_t ld, const float
   for (; c < cols; c += 16) {  // at most three masked steps
     const __mmask16 m = lanes(cols - c);
     const __m512 x0 = _mm512_maskz_loadu_ps(m, x + c);
-    for (int r = 0; r < R; ++r) acc0[r] = _mm512_fmadd_ps(load_q16(q + size_t(r) * ld + c, m), x0, acc0[r]);
+    for (int r = 0; r < R; ++r) acc0[r] = _mm512_fmadd_ps(load_q16(q + size_t(r) * row_step + c, m), x0, acc0[r]);
   }
-  for (int r = 0; r < R; ++r) y[r] = scale[r] * _mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r]));
+  for (int r = 0; r < R; ++r)
+    y[r * y_step] = scale[r * y_step] * _mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r]));
 }
 
 inline void matvec(const int8_t* q, const float* scale, size_t ld, const float* x, float* y, int rows, int cols) {
-  constexpr int R = 8;  // 16 accumulators + 4 activation vectors: within the 32 zmm registers
-  int r = 0;
-  for (; r + R <= rows; r += R) dot_rows<R>(q + size_t(r) * ld, scale + r, ld, x, y + r, cols);
-  for (; r < rows; ++r) dot_rows<1>(q + size_t(r) * ld, scale + r, ld, x, y + r, cols);
+  constexpr int R = 4;  // row streams per block, as the bf16 decode kernel
+  for_row_streams<R>(
+      rows,
+      [&](int i, int n) {
+        dot_rows<R>(q + size_t(i) * ld, scale + i, size_t(n) * ld, kStreamPrefetchBytes, x, y + i, size_t(n), cols);
+      },
+      [&](int r) { dot_rows<1>(q + size_t(r) * ld, scale + r, ld, ld, x, y + r, 1, cols); });
 }
 
 // ---- batched decode: one row x T tokens (T <= kMaxDotTokens) ---------------------------------------------------

@@ -24,10 +24,12 @@ using std::size_t;
 inline __m512bh load32(const bf16_t* p) { return (__m512bh)_mm512_loadu_si512(p); }
 inline __m512bh load32(const bf16_t* p, __mmask32 m) { return (__m512bh)_mm512_maskz_loadu_epi16(m, p); }
 
-// Decode: R weight rows x T tokens, 2*R*T accumulators over 64-column steps, prefetching the next R rows (see
-// impl::dot_block).
+// Decode: R weight rows x T tokens, 2*R*T accumulators over 64-column steps (see impl::dot_block). Block row r is
+// weight row w + r * row_step, prefetched `ahead` elements on, its output y[t * ldy + r * y_step]: adjacent rows
+// (row_step = ld, ahead = R * ld: the next block) or far-apart row groups (row_streams.h, as impl::dot_rows).
 template <int R, int T>
-inline void dp_block(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int cols) {
+inline void dp_block(const bf16_t* w, size_t row_step, size_t ahead, const bf16_t* x, size_t ldx, float* y,
+                     size_t ldy, size_t y_step, int cols) {
   __m512 acc0[T][R], acc1[T][R];
   for (int t = 0; t < T; ++t)
     for (int r = 0; r < R; ++r) acc0[t][r] = acc1[t][r] = _mm512_setzero_ps();
@@ -39,8 +41,10 @@ inline void dp_block(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, fl
       x1[t] = load32(x + t * ldx + c + 32);
     }
     for (int r = 0; r < R; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + (r + R) * ld + c), _MM_HINT_T0);  // next block's rows
-      const __m512bh w0 = load32(w + r * ld + c), w1 = load32(w + r * ld + c + 32);
+      // 64 bf16 columns are two cache lines: prefetch both (one per step left every other line to demand misses).
+      _mm_prefetch(reinterpret_cast<const char*>(w + r * row_step + ahead + c), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w + r * row_step + ahead + c + 32), _MM_HINT_T0);
+      const __m512bh w0 = load32(w + r * row_step + c), w1 = load32(w + r * row_step + c + 32);
       for (int t = 0; t < T; ++t) {
         acc0[t][r] = _mm512_dpbf16_ps(acc0[t][r], w0, x0[t]);
         acc1[t][r] = _mm512_dpbf16_ps(acc1[t][r], w1, x1[t]);
@@ -52,21 +56,32 @@ inline void dp_block(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, fl
     __m512bh x0[T];
     for (int t = 0; t < T; ++t) x0[t] = load32(x + t * ldx + c, m);
     for (int r = 0; r < R; ++r) {
-      const __m512bh w0 = load32(w + r * ld + c, m);
+      const __m512bh w0 = load32(w + r * row_step + c, m);
       for (int t = 0; t < T; ++t) acc0[t][r] = _mm512_dpbf16_ps(acc0[t][r], w0, x0[t]);
     }
   }
   for (int t = 0; t < T; ++t)
-    for (int r = 0; r < R; ++r) y[t * ldy + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t][r], acc1[t][r]));
+    for (int r = 0; r < R; ++r)
+      y[t * ldy + r * y_step] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t][r], acc1[t][r]));
 }
 
 template <int T>
 inline void dp_rows(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int rows,
                     int cols) {
   constexpr int R = impl::kDotRows<T>;
+  if constexpr (T == 1 && MI_TUNE_ROW_STREAMS == 1) {
+    constexpr size_t ahead = impl::kStreamPrefetchBytes / sizeof(bf16_t);
+    for_row_streams<R>(
+        rows,
+        [&](int i, int n) {
+          dp_block<R, T>(w + size_t(i) * ld, size_t(n) * ld, ahead, x, ldx, y + i, ldy, size_t(n), cols);
+        },
+        [&](int r) { dp_block<1, T>(w + size_t(r) * ld, ld, ld, x, ldx, y + r, ldy, 1, cols); });
+    return;
+  }
   int r = 0;
-  for (; r + R <= rows; r += R) dp_block<R, T>(w + size_t(r) * ld, ld, x, ldx, y + r, ldy, cols);
-  for (; r < rows; ++r) dp_block<1, T>(w + size_t(r) * ld, ld, x, ldx, y + r, ldy, cols);
+  for (; r + R <= rows; r += R) dp_block<R, T>(w + size_t(r) * ld, ld, size_t(R) * ld, x, ldx, y + r, ldy, 1, cols);
+  for (; r < rows; ++r) dp_block<1, T>(w + size_t(r) * ld, ld, ld, x, ldx, y + r, ldy, 1, cols);
 }
 
 // Batched decode (4..8 tokens, one per sequence): one weight row x T tokens per pass (impl::dot_row_tokens with
@@ -80,7 +95,8 @@ inline void dp_row_tokens(const bf16_t* w, size_t ld, const bf16_t* x, size_t ld
   for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm512_setzero_ps();
   int c = 0;
   for (; c + 64 <= cols; c += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(w + ld + c), _MM_HINT_T0);  // the next row's same columns
+    _mm_prefetch(reinterpret_cast<const char*>(w + ld + c), _MM_HINT_T0);  // the next row's same two lines
+    _mm_prefetch(reinterpret_cast<const char*>(w + ld + c + 32), _MM_HINT_T0);
     const __m512bh w0 = load32(w + c), w1 = load32(w + c + 32);
     for (int t = 0; t < T; ++t) {
       acc0[t] = _mm512_dpbf16_ps(acc0[t], w0, load32(x + t * ldx + c));
@@ -214,10 +230,10 @@ inline void matmul_pairs(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx
   }
 }
 
-// M <= 8 (decode, batched decode, short prefill chunks): VDPBF16PS in dot form, the weights streamed once for up to
-// 3 tokens (dp_rows) or 4..8 (dp_rows_tokens); memory-bound, as decode, and every token's row equals its lone
-// matvec_fast bitwise (tests/unit/kernels FewTokensEqualMatvecPerTokenBitwise). Above: the prefill kernel the
-// MI_TUNE_BF16_PREFILL parameter names (matmul_pairs, or impl::matmul's f32 FMA kernel with both operands widened).
+// The amx level's fast product below its tile threshold (decode, batched decode, short chunks): VDPBF16PS in dot form,
+// the weights streamed once for up to 3 tokens (dp_rows) or 4..8 (dp_rows_tokens), every token's row equal to its lone
+// dp_rows<1> bitwise (tests/unit/kernels FewTokensEqualMatvecPerTokenBitwise). More than 8 tokens: the prefill kernel
+// MI_TUNE_BF16_PREFILL names. (The avx512bf16 level decodes with the FMA dot forms instead: avx512bf16.cpp.)
 inline void matmul_fast(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int M, int rows,
                  int cols) {
   if (M <= 0 || rows <= 0) return;
