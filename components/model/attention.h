@@ -199,7 +199,7 @@ void decode_rows(runtime::ThreadPool& pool, const runtime::KvCache& cache, const
 // multiply-add and runs at L2/DRAM speed: a 1021-token prefill of Qwen3-0.6B spent 60% of its time there. Each
 // query's result is the same sum in the same order as the plain loop, so the blocking does not change the numbers.
 // A decode step (T = 1 at the cache's last position) is walked as decode_attention_batch walks one row: per thread a
-// range of KV heads, every block visited once with the next one prefetched (same numbers, measured below).
+// range of KV heads, every block visited once with the next one prefetched (same numbers; detail::prefetch_span).
 template <class K>
 void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, int seq, int layer,
                       const AttentionDims& dims, const float* q, int T, int first_position, float* out,
