@@ -103,46 +103,38 @@ void attend_decode_heads(const runtime::KvCache& cache, int seq, int layer, int 
                          const float* q, float* out, int len, int head_dim, float scale, float* s,
                          std::size_t s_stride) {
   const std::size_t hd = std::size_t(head_dim);
-  for (int p = 0; p < len;) {
-    int tokens = 0;
-    for (int h = h0; h < h1; ++h) {
-      const runtime::KvCache::HeadSpan span = cache.head_span(seq, layer, h, p, len);
-      tokens = span.tokens;
-      if (p + tokens < len) {
-        const runtime::KvCache::HeadSpan next = cache.head_span(seq, layer, h, p + tokens, len);
-        prefetch_span(next.keys, next.tokens, head_dim);
+  const auto row = [&](int h, int g) { return (std::size_t(h) * std::size_t(group) + std::size_t(g)) * hd; };
+  const auto scores_of = [&](int h, int g) { return s + (std::size_t(h - h0) * std::size_t(group) + g) * s_stride; };
+  // Positions [0, len) block by block; in each block, head by head: start the head's span of the same kind (keys or
+  // values) one block on, then use(h, rows, p, tokens) on the current span.
+  const auto walk = [&](bool values, auto&& use) {
+    for (int p = 0; p < len;) {
+      int tokens = 0;
+      for (int h = h0; h < h1; ++h) {
+        const runtime::KvCache::HeadSpan span = cache.head_span(seq, layer, h, p, len);
+        tokens = span.tokens;
+        if (p + tokens < len) {
+          const runtime::KvCache::HeadSpan next = cache.head_span(seq, layer, h, p + tokens, len);
+          prefetch_span(values ? next.values : next.keys, next.tokens, head_dim);
+        }
+        use(h, values ? span.values : span.keys, p, tokens);
       }
-      for (int g = 0; g < group; ++g) {
-        const std::size_t i = std::size_t(h - h0) * std::size_t(group) + std::size_t(g);
-        K::attention_scores(q + (std::size_t(h) * group + g) * hd, span.keys, hd, tokens, head_dim, scale,
-                            s + i * s_stride + p);
-      }
+      p += tokens;
     }
-    p += tokens;
-  }
+  };
+  walk(false, [&](int h, const float* keys, int p, int tokens) {
+    for (int g = 0; g < group; ++g)
+      K::attention_scores(q + row(h, g), keys, hd, tokens, head_dim, scale, scores_of(h, g) + p);
+  });
   for (int h = h0; h < h1; ++h)
     for (int g = 0; g < group; ++g) {
-      const std::size_t i = std::size_t(h - h0) * std::size_t(group) + std::size_t(g);
-      K::softmax(s + i * s_stride, len);
-      std::memset(out + (std::size_t(h) * group + g) * hd, 0, sizeof(float) * hd);
+      K::softmax(scores_of(h, g), len);
+      std::memset(out + row(h, g), 0, sizeof(float) * hd);
     }
-  for (int p = 0; p < len;) {
-    int tokens = 0;
-    for (int h = h0; h < h1; ++h) {
-      const runtime::KvCache::HeadSpan span = cache.head_span(seq, layer, h, p, len);
-      tokens = span.tokens;
-      if (p + tokens < len) {
-        const runtime::KvCache::HeadSpan next = cache.head_span(seq, layer, h, p + tokens, len);
-        prefetch_span(next.values, next.tokens, head_dim);
-      }
-      for (int g = 0; g < group; ++g) {
-        const std::size_t i = std::size_t(h - h0) * std::size_t(group) + std::size_t(g);
-        K::attention_values(s + i * s_stride + p, span.values, hd, tokens, head_dim,
-                            out + (std::size_t(h) * group + g) * hd);
-      }
-    }
-    p += tokens;
-  }
+  walk(true, [&](int h, const float* values, int p, int tokens) {
+    for (int g = 0; g < group; ++g)
+      K::attention_values(scores_of(h, g) + p, values, hd, tokens, head_dim, out + row(h, g));
+  });
 }
 
 // One decode token per sequence seqs[b] (row b of q / out): items (b, KV head) in b-major order, split across the

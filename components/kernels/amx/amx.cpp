@@ -257,7 +257,7 @@ void Amx::matmul(const float* W, std::size_t ld, const float* X, std::size_t ldx
 void Amx::matmul_fast(const bf16_t* W, std::size_t ld, const bf16_t* X, std::size_t ldx, float* Y, std::size_t ldy,
                       int M, int rows, int cols) {
   if (M < kMinTokensForTiles || rows <= 0 || cols <= 0)
-    return bf16_dot_impl::matmul_fast(W, ld, X, ldx, Y, ldy, M, rows, cols);
+    return bf16_dot_impl::matmul_fast_few(W, ld, X, ldx, Y, ldy, M, rows, cols);
   check_available();
   tile_matmul(W, ld, X, ldx, Y, ldy, M, rows, cols);
 }

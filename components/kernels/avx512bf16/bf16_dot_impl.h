@@ -230,18 +230,15 @@ inline void matmul_pairs(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx
   }
 }
 
-// The amx level's fast product below its tile threshold (decode, batched decode, short chunks): VDPBF16PS in dot form,
-// the weights streamed once for up to 3 tokens (dp_rows) or 4..8 (dp_rows_tokens), every token's row equal to its lone
-// dp_rows<1> bitwise (tests/unit/kernels FewTokensEqualMatvecPerTokenBitwise). More than 8 tokens: the prefill kernel
-// MI_TUNE_BF16_PREFILL names. (The avx512bf16 level decodes with the FMA dot forms instead: avx512bf16.cpp.)
-inline void matmul_fast(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int M, int rows,
-                 int cols) {
+// The amx level's fast product below its tile threshold (decode, batched decode, short chunks: at most
+// kMaxDotTokens tokens): VDPBF16PS in dot form, the weights streamed once for up to 3 tokens (dp_rows) or 4..8
+// (dp_rows_tokens), every token's row equal to its lone dp_rows<1> bitwise. (The avx512bf16 level decodes with the
+// FMA dot forms instead and prefills with matmul_pairs: avx512bf16.cpp.)
+inline void matmul_fast_few(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int M,
+                            int rows, int cols) {
   if (M <= 0 || rows <= 0) return;
   if (cols <= 0) return impl::zero_outputs(y, ldy, M, rows);
-  if (M > impl::kMaxDotTokens) {
-    if constexpr (MI_TUNE_BF16_PREFILL == 1) return matmul_pairs(w, ld, x, ldx, y, ldy, M, rows, cols);
-    return impl::matmul(w, ld, x, ldx, y, ldy, M, rows, cols);
-  }
+  if (M > impl::kMaxDotTokens) return impl::matmul(w, ld, x, ldx, y, ldy, M, rows, cols);  // not reached from amx
   switch (M) {
     case 4: return dp_rows_tokens<4>(w, ld, x, ldx, y, ldy, rows, cols);
     case 5: return dp_rows_tokens<5>(w, ld, x, ldx, y, ldy, rows, cols);
