@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "common/bf16.h"
 #include "kernels/row_streams.h"
@@ -148,7 +149,6 @@ constexpr int kDotRows = T == 1 ? MI_TUNE_MATVEC_ROWS : 4;
 #define MI_TUNE_ROW_STREAMS 1
 #endif
 static_assert(MI_TUNE_ROW_STREAMS == 0 || MI_TUNE_ROW_STREAMS == 1, "MI_TUNE_ROW_STREAMS: 0 or 1");
-constexpr size_t kStreamPrefetchBytes = 2048;
 
 // Y[t, r] for t < T over all rows: blocks of kDotRows rows, then single rows.
 template <int T, class W, class X>
@@ -306,16 +306,18 @@ inline void micro_f32(const float* panel, const float* x, size_t ldx, int kc, fl
   }
 }
 
-inline void micro_f32_dispatch(int mr, const float* panel, const float* x, size_t ldx, int kc, float* y, size_t ldy,
-                               __mmask16 m0, __mmask16 m1, bool accumulate) {
+// fn(std::integral_constant<int, MR>{}) for mr in [1, kMR]: a micro-kernel's token count as a compile-time constant.
+template <class Fn>
+inline void with_mr(int mr, Fn&& fn) {
   switch (mr) {
-#define MI_MICRO_CASE(n) \
-  case n: micro_f32<n>(panel, x, ldx, kc, y, ldy, m0, m1, accumulate); break;
-    MI_MICRO_CASE(1) MI_MICRO_CASE(2) MI_MICRO_CASE(3) MI_MICRO_CASE(4) MI_MICRO_CASE(5) MI_MICRO_CASE(6)
-    MI_MICRO_CASE(7) MI_MICRO_CASE(8) MI_MICRO_CASE(9) MI_MICRO_CASE(10) MI_MICRO_CASE(11) MI_MICRO_CASE(12)
-#undef MI_MICRO_CASE
+#define MI_MR_CASE(n) \
+  case n: fn(std::integral_constant<int, n>{}); break;
+    MI_MR_CASE(1) MI_MR_CASE(2) MI_MR_CASE(3) MI_MR_CASE(4) MI_MR_CASE(5) MI_MR_CASE(6)
+    MI_MR_CASE(7) MI_MR_CASE(8) MI_MR_CASE(9) MI_MR_CASE(10) MI_MR_CASE(11) MI_MR_CASE(12)
+#undef MI_MR_CASE
     default: break;
   }
+  static_assert(kMR == 12, "with_mr covers 1..kMR");
 }
 
 // Rows of X as f32 for the micro-kernel: f32 X is used in place; bf16 X is widened into `buf` ([kMR][kKC]).
@@ -369,7 +371,9 @@ inline void matmul(const W* w, size_t ld, const X* x, size_t ldx, float* y, size
           const int mr = mc - i0 < kMR ? mc - i0 : kMR;
           size_t ldxf = 0;
           const float* xf = x_as_f32(x + size_t(m0 + i0) * ldx + k0, ldx, mr, kc, xbuf, ldxf);
-          micro_f32_dispatch(mr, panel, xf, ldxf, kc, y + size_t(m0 + i0) * ldy + r0, ldy, rm0, rm1, k0 > 0);
+          with_mr(mr, [&](auto MR) {
+            micro_f32<decltype(MR)::value>(panel, xf, ldxf, kc, y + size_t(m0 + i0) * ldy + r0, ldy, rm0, rm1, k0 > 0);
+          });
         }
       }
     }

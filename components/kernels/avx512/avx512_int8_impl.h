@@ -43,7 +43,6 @@ inline __m512 load_q16(const int8_t* p, __mmask16 m) {
 // read them (avx512_impl.h, MI_TUNE_ROW_STREAMS = 1; measured there on AMD Zen 5: 69-72 GB/s against 49-52 for
 // adjacent rows with the next block prefetched). Block row r is row q + r * row_step, its output y[r * y_step].
 // Prefetches past the last row never fault.
-constexpr size_t kStreamPrefetchBytes = 2048;
 
 template <int R>
 inline void dot_rows(const int8_t* q, const float* scale, size_t row_step, size_t ahead, const float* x, float* y,

@@ -41,9 +41,7 @@ inline void dp_block(const bf16_t* w, size_t row_step, size_t ahead, const bf16_
       x1[t] = load32(x + t * ldx + c + 32);
     }
     for (int r = 0; r < R; ++r) {
-      // 64 bf16 columns are two cache lines: prefetch both (one per step left every other line to demand misses).
       _mm_prefetch(reinterpret_cast<const char*>(w + r * row_step + ahead + c), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(w + r * row_step + ahead + c + 32), _MM_HINT_T0);
       const __m512bh w0 = load32(w + r * row_step + c), w1 = load32(w + r * row_step + c + 32);
       for (int t = 0; t < T; ++t) {
         acc0[t][r] = _mm512_dpbf16_ps(acc0[t][r], w0, x0[t]);
@@ -70,7 +68,7 @@ inline void dp_rows(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, flo
                     int cols) {
   constexpr int R = impl::kDotRows<T>;
   if constexpr (T == 1 && MI_TUNE_ROW_STREAMS == 1) {
-    constexpr size_t ahead = impl::kStreamPrefetchBytes / sizeof(bf16_t);
+    constexpr size_t ahead = kStreamPrefetchBytes / sizeof(bf16_t);
     for_row_streams<R>(
         rows,
         [&](int i, int n) {
@@ -95,8 +93,7 @@ inline void dp_row_tokens(const bf16_t* w, size_t ld, const bf16_t* x, size_t ld
   for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm512_setzero_ps();
   int c = 0;
   for (; c + 64 <= cols; c += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(w + ld + c), _MM_HINT_T0);  // the next row's same two lines
-    _mm_prefetch(reinterpret_cast<const char*>(w + ld + c + 32), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(w + ld + c), _MM_HINT_T0);  // the next row's same columns
     const __m512bh w0 = load32(w + c), w1 = load32(w + c + 32);
     for (int t = 0; t < T; ++t) {
       acc0[t] = _mm512_dpbf16_ps(acc0[t], w0, load32(x + t * ldx + c));
@@ -196,17 +193,6 @@ inline void micro_pairs(const uint32_t* panel, const bf16_t* x, size_t ldx, int 
   }
 }
 
-inline void micro_pairs_dispatch(int mr, const uint32_t* panel, const bf16_t* x, size_t ldx, int kc, float* y,
-                                 size_t ldy, __mmask16 m0, __mmask16 m1, bool accumulate) {
-  switch (mr) {
-#define MI_MICRO_CASE(n) \
-  case n: micro_pairs<n>(panel, x, ldx, kc, y, ldy, m0, m1, accumulate); break;
-    MI_MICRO_CASE(1) MI_MICRO_CASE(2) MI_MICRO_CASE(3) MI_MICRO_CASE(4) MI_MICRO_CASE(5) MI_MICRO_CASE(6)
-    MI_MICRO_CASE(7) MI_MICRO_CASE(8) MI_MICRO_CASE(9) MI_MICRO_CASE(10) MI_MICRO_CASE(11) MI_MICRO_CASE(12)
-#undef MI_MICRO_CASE
-    default: break;
-  }
-}
 
 // Stack use: 16 KiB packed panel.
 inline void matmul_pairs(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int M,
@@ -222,8 +208,10 @@ inline void matmul_pairs(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx
         pack_pairs(w + size_t(r0) * ld + k0, ld, nr, kc, panel);
         for (int i0 = 0; i0 < mc; i0 += impl::kMR) {
           const int mr = mc - i0 < impl::kMR ? mc - i0 : impl::kMR;
-          micro_pairs_dispatch(mr, panel, x + size_t(m0 + i0) * ldx + k0, ldx, kc, y + size_t(m0 + i0) * ldy + r0,
-                               ldy, rm0, rm1, k0 > 0);
+          impl::with_mr(mr, [&](auto MR) {
+            micro_pairs<decltype(MR)::value>(panel, x + size_t(m0 + i0) * ldx + k0, ldx, kc, y + size_t(m0 + i0) * ldy + r0, ldy, rm0,
+                            rm1, k0 > 0);
+          });
         }
       }
     }
