@@ -242,7 +242,7 @@ void Amx::matvec(const float* W, std::size_t ld, const float* x, float* y, int r
   impl::matvec(W, ld, x, y, rows, cols);
 }
 void Amx::matvec_fast(const bf16_t* W, std::size_t ld, const bf16_t* x, float* y, int rows, int cols) {
-  bf16_dot_impl::dp_rows<1>(W, ld, x, 0, y, 0, rows, cols);
+  impl::dot_rows_tokens<bf16_dot_impl::DpBf16>(W, ld, x, 0, y, 0, 1, rows, cols);
 }
 void Amx::matmul(const bf16_t* W, std::size_t ld, const float* X, std::size_t ldx, float* Y, std::size_t ldy, int M,
                  int rows, int cols) {

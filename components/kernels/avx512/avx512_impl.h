@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "common/bf16.h"
+#include "kernels/kernel_scratch.h"
 #include "kernels/row_streams.h"
 
 namespace mi::kernels {
@@ -84,60 +85,98 @@ inline __m512 exp_ps(__m512 x) {
 }
 
 // ---- decode: dot-form matrix kernels ------------------------------------------------------------------------
-// R weight rows x T tokens per call: every weight vector loaded from memory is used for T tokens, and 2*R*T
-// independent accumulators (two column halves) hide the FMA latency. Each output is one horizontal sum at the end.
-// While a block of R rows is read, the same columns of the next R rows are prefetched: each row is a short stream
-// (2 KiB for a 1024-column bf16 row) that the hardware prefetcher would only pick up after it started, and with
-// the next block already in flight the LM-head shape went from ~8 to ~11-12 GB/s on one core, against ~14 GB/s
-// for a pure sequential read (bench/kernels). Prefetches past the last row are harmless (PREFETCHh never faults).
-// Block row r is weight row w + r * row_step, prefetched `ahead` elements on, and output y[t * ldy + r * y_step]:
-// adjacent rows (row_step = ld, ahead = R * ld: the next block) or far-apart row groups (row_streams.h).
-template <int R, int T, class W, class X>
-inline void dot_block(const W* w, size_t row_step, size_t ahead, const X* x, size_t ldx, float* y, size_t ldy,
-                      size_t y_step, int cols) {
-  __m512 acc0[T][R], acc1[T][R];
+// R weight rows x T tokens per call, ONE accumulator per (row, token): acc = step(acc, w[c..), x[c..)) over the
+// columns in order, Ops::kStep at a time, a masked step for the last columns, then one horizontal sum. That
+// arithmetic is the contract of every dot form: it does not depend on R, T or which rows share a block, so a row of
+// a batched decode step (T = 2..8 tokens, one per sequence) equals the lone matvec of that token bitwise, and a
+// served request's greedy output does not depend on its batch. Every weight vector loaded is used for T tokens and
+// every activation vector for R rows (R + T loads per R*T steps); the R*T independent chains hide the step latency
+// (one row alone is memory-bound, and one accumulator per row keeps up with it).
+// While a block of R rows is read, the same columns `ahead` elements on are prefetched, one line per row and
+// 2 steps: each row is a short stream (2 KiB for a 1024-column bf16 row) that the hardware prefetcher would only
+// pick up after it started. Prefetches past the last row are harmless (PREFETCHh never faults).
+// Block row r is weight row w + r * row_step and output y[t * ldy + r * y_step]: adjacent rows (row_step = ld,
+// ahead = R * ld: the next block) or far-apart row groups (row_streams.h).
+//
+// Ops is the step: FmaDot below (f32 FMA on widened weights, f32 activations) or bf16_dot_impl's VDPBF16PS form.
+template <class WT>
+struct FmaDot {
+  using W = WT;
+  using X = float;  // bf16 activations are widened first (widen_tokens)
+  using Wv = __m512;
+  using Xv = __m512;
+  using Mask = __mmask16;
+  static constexpr int kStep = 16;
+  static Mask mask(int n) { return mask16(n); }
+  static Wv load_w(const W* p) { return load16(p); }
+  static Wv load_w(const W* p, Mask m) { return load16(p, m); }
+  static Xv load_x(const X* p) { return load16(p); }
+  static Xv load_x(const X* p, Mask m) { return load16(p, m); }
+  static __m512 step(__m512 acc, Wv w, Xv x) { return _mm512_fmadd_ps(w, x, acc); }
+};
+
+// The activations of T tokens interleaved by step: element (t, c) at x[c * T + t * kStep] for c a multiple of
+// kStep (the step's lanes follow), so the T vectors of one step are adjacent and one pointer reaches them all.
+// For T = 1 this is the plain row.
+template <class Ops, int T>
+inline const typename Ops::X* xi_at(const typename Ops::X* xi, int c, int t) {
+  return xi + size_t(c) * T + size_t(t) * Ops::kStep;
+}
+
+// Columns [c_begin, c_end) of the block. c_begin > 0 continues the accumulators saved in `carry` ([T][R] vectors);
+// c_end < cols saves them there instead of summing (c_end then a multiple of 2 * Ops::kStep), so a row split into
+// column spans accumulates exactly as in one pass. xi: the tokens interleaved (xi_at).
+template <class Ops, int R, int T>
+inline void dot_block(const typename Ops::W* w, size_t row_step, std::ptrdiff_t ahead, const typename Ops::X* xi, float* y,
+                      size_t ldy, size_t y_step, int cols, int c_begin, int c_end, __m512* carry) {
+  constexpr int S = Ops::kStep;
+  __m512 acc[T][R];
   for (int t = 0; t < T; ++t)
-    for (int r = 0; r < R; ++r) acc0[t][r] = acc1[t][r] = _mm512_setzero_ps();
-  int c = 0;
-  for (; c + 32 <= cols; c += 32) {
-    __m512 x0[T], x1[T];
-    for (int t = 0; t < T; ++t) {
-      x0[t] = load16(x + t * ldx + c);
-      x1[t] = load16(x + t * ldx + c + 16);
-    }
-    for (int r = 0; r < R; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + r * row_step + ahead + c), _MM_HINT_T0);
-      const __m512 w0 = load16(w + r * row_step + c), w1 = load16(w + r * row_step + c + 16);
+    for (int r = 0; r < R; ++r) acc[t][r] = c_begin > 0 ? carry[t * R + r] : _mm512_setzero_ps();
+  int c = c_begin;
+  for (; c + 2 * S <= c_end; c += 2 * S) {
+    for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(w + r * row_step + ahead + c), _MM_HINT_T0);
+    for (int h = 0; h < 2 * S; h += S) {
+      typename Ops::Wv wv[R];
+      for (int r = 0; r < R; ++r) wv[r] = Ops::load_w(w + r * row_step + c + h);
       for (int t = 0; t < T; ++t) {
-        acc0[t][r] = _mm512_fmadd_ps(w0, x0[t], acc0[t][r]);
-        acc1[t][r] = _mm512_fmadd_ps(w1, x1[t], acc1[t][r]);
+        typename Ops::Xv xv = Ops::load_x(xi_at<Ops, T>(xi, c + h, t));
+        // Keep the activation in a register for its R uses: GCC would otherwise fold the load into each FMA, R loads
+        // instead of one (Zen 5, 3 rows x 8 tokens: 99 -> 115-142 GFLOP/s on one core).
+        if constexpr (R > 1) __asm__("" : "+v"(xv));
+        for (int r = 0; r < R; ++r) acc[t][r] = Ops::step(acc[t][r], wv[r], xv);
       }
     }
   }
-  for (; c < cols; c += 16) {  // at most two masked steps
-    const __mmask16 m = mask16(cols - c);
-    __m512 x0[T];
-    for (int t = 0; t < T; ++t) x0[t] = load16(x + t * ldx + c, m);
-    for (int r = 0; r < R; ++r) {
-      const __m512 w0 = load16(w + r * row_step + c, m);
-      for (int t = 0; t < T; ++t) acc0[t][r] = _mm512_fmadd_ps(w0, x0[t], acc0[t][r]);
+  for (; c < c_end; c += S) {  // the row's last columns: at most two steps, the last one masked
+    const typename Ops::Mask m = Ops::mask(cols - c);
+    typename Ops::Wv wv[R];
+    for (int r = 0; r < R; ++r) wv[r] = Ops::load_w(w + r * row_step + c, m);
+    for (int t = 0; t < T; ++t) {
+      const typename Ops::Xv xv = Ops::load_x(xi_at<Ops, T>(xi, c, t), m);
+      for (int r = 0; r < R; ++r) acc[t][r] = Ops::step(acc[t][r], wv[r], xv);
     }
   }
+  if (c_end < cols) {
+    for (int t = 0; t < T; ++t)
+      for (int r = 0; r < R; ++r) carry[t * R + r] = acc[t][r];
+    return;
+  }
   for (int t = 0; t < T; ++t)
-    for (int r = 0; r < R; ++r)
-      y[t * ldy + r * y_step] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t][r], acc1[t][r]));
+    for (int r = 0; r < R; ++r) y[t * ldy + r * y_step] = _mm512_reduce_add_ps(acc[t][r]);
 }
 
-// Rows per block: 4 for one token, read as 4 far-apart row streams (MI_TUNE_ROW_STREAMS below), and 4 for 2-3
-// tokens (16-24 accumulators, within the 32 zmm registers). The one-token block is a tuning parameter
-// (ckb/platforms: [[tuning]] MI_TUNE_MATVEC_ROWS, set by the engine's build from its constraints' [tuning];
-// `metainfer generate --tune` times the choices).
+// Rows per block for T tokens: as many as keep R*T accumulators, R weight vectors and one activation within the
+// 32 zmm registers while every load feeds several FMAs (R + T loads per R*T FMAs). The one-token block is a tuning
+// parameter, read as R far-apart row streams (MI_TUNE_ROW_STREAMS below; ckb/platforms: [[tuning]]
+// MI_TUNE_MATVEC_ROWS, set by the engine's build from its constraints' [tuning]; `metainfer generate --tune` times
+// the choices).
 #ifndef MI_TUNE_MATVEC_ROWS
 #define MI_TUNE_MATVEC_ROWS 4
 #endif
-static_assert(MI_TUNE_MATVEC_ROWS >= 1 && MI_TUNE_MATVEC_ROWS <= 8, "MI_TUNE_MATVEC_ROWS: 1..8 (2 accumulators per row)");
+static_assert(MI_TUNE_MATVEC_ROWS >= 1 && MI_TUNE_MATVEC_ROWS <= 8, "MI_TUNE_MATVEC_ROWS: 1..8");
 template <int T>
-constexpr int kDotRows = T == 1 ? MI_TUNE_MATVEC_ROWS : 4;
+constexpr int kDotRows = T == 1 ? MI_TUNE_MATVEC_ROWS : T == 2 ? 8 : T == 3 ? 6 : T == 4 ? 5 : T <= 6 ? 4 : 3;
 
 // Which rows a one-token block reads (ckb/platforms: [[tuning]] MI_TUNE_ROW_STREAMS): 1 (default), R rows from R
 // far-apart row groups (row_streams.h), each stream prefetched kStreamPrefetchBytes on; 0, R adjacent rows with the
@@ -150,76 +189,112 @@ constexpr int kDotRows = T == 1 ? MI_TUNE_MATVEC_ROWS : 4;
 #endif
 static_assert(MI_TUNE_ROW_STREAMS == 0 || MI_TUNE_ROW_STREAMS == 1, "MI_TUNE_ROW_STREAMS: 0 or 1");
 
-// Y[t, r] for t < T over all rows: blocks of kDotRows rows, then single rows.
-template <int T, class W, class X>
-inline void dot_rows(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int rows, int cols) {
+// Y[t, r] for t < T over all rows; xi: the T tokens interleaved (xi_at).
+template <class Ops, int T>
+inline void dot_rows(const typename Ops::W* w, size_t ld, const typename Ops::X* xi, float* y, size_t ldy, int rows,
+                     int cols) {
   constexpr int R = kDotRows<T>;
   if constexpr (T == 1 && MI_TUNE_ROW_STREAMS == 1) {
-    constexpr size_t ahead = kStreamPrefetchBytes / sizeof(W);
+    constexpr size_t ahead = kStreamPrefetchBytes / sizeof(typename Ops::W);
     for_row_streams<R>(
         rows,
         [&](int i, int n) {
-          dot_block<R, T>(w + size_t(i) * ld, size_t(n) * ld, ahead, x, ldx, y + i, ldy, size_t(n), cols);
+          dot_block<Ops, R, T>(w + size_t(i) * ld, size_t(n) * ld, ahead, xi, y + i, ldy, size_t(n), cols, 0, cols,
+                               nullptr);
         },
-        [&](int r) { dot_block<1, T>(w + size_t(r) * ld, ld, ld, x, ldx, y + r, ldy, 1, cols); });
+        [&](int r) { dot_block<Ops, 1, T>(w + size_t(r) * ld, ld, ld, xi, y + r, ldy, 1, cols, 0, cols, nullptr); });
     return;
   }
+  // Blocks of R adjacent rows, what comes next prefetched. When the T tokens' activations exceed 32 KiB, they are
+  // walked in column spans (T x kSpan f32, 16 KiB at T = 8) that stay in L1 while a panel of kDotPanel blocks reads
+  // them; across spans each block's accumulators wait in `carry` (dot_block). Measured on one Zen 5 core, 8 tokens,
+  // 3 x 8 accumulators: 1024 x 3072 with 512-column spans 97-113 GFLOP/s, without 87-90; 3072 x 1024 in one span
+  // 143-147, in 512-column spans 110-115; 256-column spans 89-96 on both.
+  constexpr int kSpan = 512, kDotPanel = 8;
+  const int span = size_t(T) * size_t(cols) * sizeof(typename Ops::X) <= 32768 ? cols : kSpan;
+  static_assert(kSpan % (2 * Ops::kStep) == 0, "a span ends on a full step");
+  alignas(64) __m512 carry[kDotPanel][T * R];
   int r = 0;
-  for (; r + R <= rows; r += R) dot_block<R, T>(w + size_t(r) * ld, ld, size_t(R) * ld, x, ldx, y + r, ldy, 1, cols);
-  for (; r < rows; ++r) dot_block<1, T>(w + size_t(r) * ld, ld, ld, x, ldx, y + r, ldy, 1, cols);
+  for (; r + R <= rows; r += kDotPanel * R) {
+    const int blocks = (rows - r) / R < kDotPanel ? (rows - r) / R : kDotPanel;
+    for (int c0 = 0; c0 < cols; c0 += span) {
+      const int c1 = cols - c0 <= span ? cols : c0 + span;
+      for (int b = 0; b < blocks; ++b) {
+        // Prefetch what comes next: the next block's span, or after the panel's last block the first block's next
+        // span, or after the last span the next panel's first span.
+        const std::ptrdiff_t ahead = b + 1 < blocks ? std::ptrdiff_t(R) * std::ptrdiff_t(ld)
+                                     : c1 < cols    ? -std::ptrdiff_t(b) * R * std::ptrdiff_t(ld) + (c1 - c0)
+                                                    : std::ptrdiff_t(R) * std::ptrdiff_t(ld) - c0;
+        dot_block<Ops, R, T>(w + size_t(r + b * R) * ld, ld, ahead, xi, y + r + b * R, ldy, 1, cols, c0, c1,
+                             carry[b]);
+      }
+    }
+    if (blocks < kDotPanel) {
+      r += blocks * R;
+      break;
+    }
+  }
+  for (; r < rows; ++r) dot_block<Ops, 1, T>(w + size_t(r) * ld, ld, ld, xi, y + r, ldy, 1, cols, 0, cols, nullptr);
 }
 
-template <class W, class X>
-inline void matvec(const W* w, size_t ld, const X* x, float* y, int rows, int cols) {
-  dot_rows<1>(w, ld, x, 0, y, 0, rows, cols);
+// The T tokens of X (row stride ldx) interleaved by step as dot_block reads them (xi_at), converted to Ops::X:
+// f32 stays f32, bf16 becomes f32 for FmaDot (exact: the products are the same as widening at every load) or stays
+// bf16 for a bf16 step. One plain f32 or bf16 row is already in that layout and is used in place. The buffer is
+// the thread's scratch (kernel_scratch.h); lanes past `cols` are zero (the kernels mask them anyway).
+template <class Ops, class X>
+inline const typename Ops::X* interleave_tokens(const X* x, size_t ldx, int T, int cols) {
+  using XO = typename Ops::X;
+  constexpr int S = Ops::kStep;
+  if constexpr (std::is_same_v<X, XO>)
+    if (T == 1) return x;
+  // 64-byte aligned (thread_scratch): a 64-byte vector load across two cache lines costs two (measured: half the
+  // FMA rate).
+  const size_t steps = (size_t(cols) + S - 1) / S;
+  XO* out = static_cast<XO*>(thread_scratch(steps * S * size_t(T) * sizeof(XO)));
+  for (size_t k = 0; k < steps; ++k)
+    for (int t = 0; t < T; ++t) {
+      const X* src = x + size_t(t) * ldx + k * S;
+      XO* dst = out + (k * T + t) * S;
+      const int n = cols - int(k * S) < S ? cols - int(k * S) : S;
+      if constexpr (std::is_same_v<X, XO>) {
+        std::memcpy(dst, src, sizeof(XO) * size_t(n));
+        std::memset(static_cast<void*>(dst + n), 0, sizeof(XO) * size_t(S - n));
+      } else {  // bf16 -> f32 (S = 16)
+        static_assert(std::is_same_v<X, bf16_t> && std::is_same_v<XO, float> && S == 16);
+        _mm512_storeu_ps(dst, load16(src, mask16(n)));
+      }
+    }
+  return out;
 }
 
-// ---- batched decode: one weight pass for up to kMaxDotTokens tokens ------------------------------------------
-// A batched decode step has one token per sequence, B = 4..8 tokens: too few to pay for packing panels (measured
-// on the 0.6B shape, 2 threads: B = 8 took 2x the step time of B = 1 through the packed kernel) and too many for
-// dot_block's registers (2*R*T accumulators plus 2*T activations). This form keeps one row (R = 1) and T tokens:
-// 2*T accumulators, and the T activation vectors of one column half at a time (T registers), so T = 8 uses 26 zmm.
-// Every weight vector is loaded once for all T tokens; the activations come from L1/L2. Each (token, row) output
-// accumulates exactly as dot_block<R, 1> does for that token alone (the same FMAs on acc0/acc1 in the same column
-// order, the same masked tail, the same final sum), so a row of a batched step equals the lone matvec bitwise.
+// Y[t, r] for M in [1, kMaxDotTokens] tokens in one pass over the weights (M as a compile-time constant).
 constexpr int kMaxDotTokens = 8;
-
-template <int T, class W, class X>
-inline void dot_row_tokens(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int cols) {
-  __m512 acc0[T], acc1[T];
-  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm512_setzero_ps();
-  int c = 0;
-  for (; c + 32 <= cols; c += 32) {
-    _mm_prefetch(reinterpret_cast<const char*>(w + ld + c), _MM_HINT_T0);  // the next row's same columns
-    const __m512 w0 = load16(w + c);
-    for (int t = 0; t < T; ++t) acc0[t] = _mm512_fmadd_ps(w0, load16(x + t * ldx + c), acc0[t]);
-    const __m512 w1 = load16(w + c + 16);
-    for (int t = 0; t < T; ++t) acc1[t] = _mm512_fmadd_ps(w1, load16(x + t * ldx + c + 16), acc1[t]);
-  }
-  for (; c < cols; c += 16) {
-    const __mmask16 m = mask16(cols - c);
-    const __m512 w0 = load16(w + c, m);
-    for (int t = 0; t < T; ++t) acc0[t] = _mm512_fmadd_ps(w0, load16(x + t * ldx + c, m), acc0[t]);
-  }
-  for (int t = 0; t < T; ++t) y[t * ldy] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t]));
-}
-
-template <int T, class W, class X>
-inline void dot_rows_tokens(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int rows, int cols) {
-  for (int r = 0; r < rows; ++r) dot_row_tokens<T>(w + size_t(r) * ld, ld, x, ldx, y + r, ldy, cols);
-}
-
-// Y[t, r] for M in [1, kMaxDotTokens] tokens in one pass over the weights.
-template <class W, class X>
-inline void matmul_few_tokens(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int M, int rows,
-                              int cols) {
+template <class Ops, class X>
+inline void dot_rows_tokens(const typename Ops::W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int M,
+                            int rows, int cols) {
+  const typename Ops::X* xi = interleave_tokens<Ops>(x, ldx, M, cols);
   switch (M) {
 #define MI_FEW_CASE(n) \
-  case n: return dot_rows_tokens<n>(w, ld, x, ldx, y, ldy, rows, cols);
+  case n: return dot_rows<Ops, n>(w, ld, xi, y, ldy, rows, cols);
     MI_FEW_CASE(1) MI_FEW_CASE(2) MI_FEW_CASE(3) MI_FEW_CASE(4) MI_FEW_CASE(5) MI_FEW_CASE(6) MI_FEW_CASE(7) MI_FEW_CASE(8)
 #undef MI_FEW_CASE
     default: break;
   }
+  static_assert(kMaxDotTokens == 8, "dot_rows_tokens covers 1..kMaxDotTokens");
+}
+
+template <class W, class X>
+inline void matvec(const W* w, size_t ld, const X* x, float* y, int rows, int cols) {
+  dot_rows_tokens<FmaDot<W>>(w, ld, x, 0, y, 0, 1, rows, cols);
+}
+
+// Batched decode: one token per sequence, B = 2..8 tokens, too few to pay for packing panels (measured on the 0.6B
+// shape, 2 threads: B = 8 took 2x the step time of B = 1 through the packed kernel), so they take the dot forms,
+// whose rows equal the lone matvec's bitwise.
+template <class W, class X>
+inline void matmul_few_tokens(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int M, int rows,
+                              int cols) {
+  dot_rows_tokens<FmaDot<W>>(w, ld, x, ldx, y, ldy, M, rows, cols);
 }
 
 // ---- prefill: register-blocked matrix kernel ----------------------------------------------------------------
@@ -232,10 +307,6 @@ constexpr int kNR = 32;
 constexpr int kMR = 12;
 constexpr int kKC = 256;  // even: the bf16 pair packing of the avx512bf16 level needs pair-aligned blocks
 constexpr int kMC = 192;
-
-// Below this token count matmul uses the dot form with R-row blocks (one pass over the weights for up to 3 tokens);
-// from it up to kMaxDotTokens the one-row form matmul_few_tokens (batched decode); above, packed weight panels.
-constexpr int kMinTokensForBlocking = 4;
 
 // In-register transpose of a 16x16 block of 32-bit elements: t[i] lane j  ->  t[j] lane i.
 inline void transpose16x16(__m512 t[16]) {
@@ -341,21 +412,11 @@ inline void zero_outputs(float* y, size_t ldy, int M, int rows) {
     for (int r = 0; r < rows; ++r) y[size_t(m) * ldy + r] = 0.0f;
 }
 
-template <class W, class X>
-inline void matmul_dot(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int M, int rows,
-                       int cols) {
-  int m = 0;
-  for (; m + 3 <= M; m += 3) dot_rows<3>(w, ld, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy, ldy, rows, cols);
-  if (M - m == 2) dot_rows<2>(w, ld, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy, ldy, rows, cols);
-  if (M - m == 1) dot_rows<1>(w, ld, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy, ldy, rows, cols);
-}
-
 // Stack use: 32 KiB packed panel + 12 KiB widened activations (bf16 X only).
 template <class W, class X>
 inline void matmul(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int M, int rows, int cols) {
   if (M <= 0 || rows <= 0) return;
   if (cols <= 0) return zero_outputs(y, ldy, M, rows);
-  if (M < kMinTokensForBlocking) return matmul_dot(w, ld, x, ldx, y, ldy, M, rows, cols);
   if (M <= kMaxDotTokens) return matmul_few_tokens(w, ld, x, ldx, y, ldy, M, rows, cols);
   alignas(64) float panel[kKC * kNR];
   alignas(64) float xbuf[kMR * kKC];

@@ -23,10 +23,12 @@ void Avx512Bf16::matvec(const float* W, std::size_t ld, const float* x, float* y
   impl::matvec(W, ld, x, y, rows, cols);
 }
 // Fast decode and batched decode (up to 8 tokens) widen both bf16 operands exactly and use the FMA dot forms of the
-// avx512 level, not VDPBF16PS: on AMD Zen 5 (2 threads, 48 distinct 3072 x 1024 matrices streamed) the FMA forms
-// read 58-64 GB/s at one token and take 14.2 ms at 8 tokens against 47-50 GB/s and 19.5-23.4 ms for the VDPBF16PS
-// dot forms (bf16_dot_impl dp_rows / dp_rows_tokens). Products of bf16 values are exact in f32 either way; each
-// token's row of a batched step is its lone matvec_fast bitwise (the dot forms' contract).
+// avx512 level, not VDPBF16PS: on AMD Zen 5 (2 threads, 48 distinct matrices streamed, one accumulator per row and
+// token) the FMA forms read 56-58 GB/s at one token against 43-49 for the VDPBF16PS form (impl::dot_rows with
+// bf16_dot_impl::DpBf16), and at 8 tokens reach 173-217 GFLOP/s against 185-241: the batched step is bound by loads
+// and memory, not by the multiply rate, so the pair instruction's 2x peak does not show. Products of bf16 values are
+// exact in f32 either way; each token's row of a batched step is its lone matvec_fast bitwise (the dot forms'
+// contract).
 void Avx512Bf16::matvec_fast(const bf16_t* W, std::size_t ld, const bf16_t* x, float* y, int rows, int cols) {
   impl::matvec(W, ld, x, y, rows, cols);
 }

@@ -24,95 +24,23 @@ using std::size_t;
 inline __m512bh load32(const bf16_t* p) { return (__m512bh)_mm512_loadu_si512(p); }
 inline __m512bh load32(const bf16_t* p, __mmask32 m) { return (__m512bh)_mm512_maskz_loadu_epi16(m, p); }
 
-// Decode: R weight rows x T tokens, 2*R*T accumulators over 64-column steps (see impl::dot_block). Block row r is
-// weight row w + r * row_step, prefetched `ahead` elements on, its output y[t * ldy + r * y_step]: adjacent rows
-// (row_step = ld, ahead = R * ld: the next block) or far-apart row groups (row_streams.h, as impl::dot_rows).
-template <int R, int T>
-inline void dp_block(const bf16_t* w, size_t row_step, size_t ahead, const bf16_t* x, size_t ldx, float* y,
-                     size_t ldy, size_t y_step, int cols) {
-  __m512 acc0[T][R], acc1[T][R];
-  for (int t = 0; t < T; ++t)
-    for (int r = 0; r < R; ++r) acc0[t][r] = acc1[t][r] = _mm512_setzero_ps();
-  int c = 0;
-  for (; c + 64 <= cols; c += 64) {
-    __m512bh x0[T], x1[T];
-    for (int t = 0; t < T; ++t) {
-      x0[t] = load32(x + t * ldx + c);
-      x1[t] = load32(x + t * ldx + c + 32);
-    }
-    for (int r = 0; r < R; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + r * row_step + ahead + c), _MM_HINT_T0);
-      const __m512bh w0 = load32(w + r * row_step + c), w1 = load32(w + r * row_step + c + 32);
-      for (int t = 0; t < T; ++t) {
-        acc0[t][r] = _mm512_dpbf16_ps(acc0[t][r], w0, x0[t]);
-        acc1[t][r] = _mm512_dpbf16_ps(acc1[t][r], w1, x1[t]);
-      }
-    }
-  }
-  for (; c < cols; c += 32) {  // at most two masked steps
-    const __mmask32 m = impl::mask32(cols - c);
-    __m512bh x0[T];
-    for (int t = 0; t < T; ++t) x0[t] = load32(x + t * ldx + c, m);
-    for (int r = 0; r < R; ++r) {
-      const __m512bh w0 = load32(w + r * row_step + c, m);
-      for (int t = 0; t < T; ++t) acc0[t][r] = _mm512_dpbf16_ps(acc0[t][r], w0, x0[t]);
-    }
-  }
-  for (int t = 0; t < T; ++t)
-    for (int r = 0; r < R; ++r)
-      y[t * ldy + r * y_step] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t][r], acc1[t][r]));
-}
-
-template <int T>
-inline void dp_rows(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int rows,
-                    int cols) {
-  constexpr int R = impl::kDotRows<T>;
-  if constexpr (T == 1 && MI_TUNE_ROW_STREAMS == 1) {
-    constexpr size_t ahead = kStreamPrefetchBytes / sizeof(bf16_t);
-    for_row_streams<R>(
-        rows,
-        [&](int i, int n) {
-          dp_block<R, T>(w + size_t(i) * ld, size_t(n) * ld, ahead, x, ldx, y + i, ldy, size_t(n), cols);
-        },
-        [&](int r) { dp_block<1, T>(w + size_t(r) * ld, ld, ld, x, ldx, y + r, ldy, 1, cols); });
-    return;
-  }
-  int r = 0;
-  for (; r + R <= rows; r += R) dp_block<R, T>(w + size_t(r) * ld, ld, size_t(R) * ld, x, ldx, y + r, ldy, 1, cols);
-  for (; r < rows; ++r) dp_block<1, T>(w + size_t(r) * ld, ld, ld, x, ldx, y + r, ldy, 1, cols);
-}
-
-// Batched decode (4..8 tokens, one per sequence): one weight row x T tokens per pass (impl::dot_row_tokens with
-// VDPBF16PS), so every weight vector is loaded once for all T tokens. Each (token, row) output accumulates exactly as
-// dp_block<R, 1> does for that token alone (the same VDPBF16PS on acc0/acc1 in the same column order, the same masked
-// tail, the same final sum): a batched fast-mode row equals the lone matvec_fast bitwise. With the activations as
-// memory operands, T = 8 needs 2*T accumulators + 2 weight registers.
-template <int T>
-inline void dp_row_tokens(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int cols) {
-  __m512 acc0[T], acc1[T];
-  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm512_setzero_ps();
-  int c = 0;
-  for (; c + 64 <= cols; c += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(w + ld + c), _MM_HINT_T0);  // the next row's same columns
-    const __m512bh w0 = load32(w + c), w1 = load32(w + c + 32);
-    for (int t = 0; t < T; ++t) {
-      acc0[t] = _mm512_dpbf16_ps(acc0[t], w0, load32(x + t * ldx + c));
-      acc1[t] = _mm512_dpbf16_ps(acc1[t], w1, load32(x + t * ldx + c + 32));
-    }
-  }
-  for (; c < cols; c += 32) {  // at most two masked steps
-    const __mmask32 m = impl::mask32(cols - c);
-    const __m512bh w0 = load32(w + c, m);
-    for (int t = 0; t < T; ++t) acc0[t] = _mm512_dpbf16_ps(acc0[t], w0, load32(x + t * ldx + c, m));
-  }
-  for (int t = 0; t < T; ++t) y[t * ldy] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t]));
-}
-
-template <int T>
-inline void dp_rows_tokens(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int rows,
-                           int cols) {
-  for (int r = 0; r < rows; ++r) dp_row_tokens<T>(w + size_t(r) * ld, ld, x, ldx, y + r, ldy, cols);
-}
+// Decode step of the dot forms (impl::dot_block): one VDPBF16PS over 32 bf16 columns (16 pairs), bf16 weights and
+// bf16 activations. A row of impl::dot_rows<DpBf16, T> for any T equals the lone dot_rows<DpBf16, 1> bitwise (impl::dot_block's
+// contract).
+struct DpBf16 {
+  using W = bf16_t;
+  using X = bf16_t;
+  using Wv = __m512bh;
+  using Xv = __m512bh;
+  using Mask = __mmask32;
+  static constexpr int kStep = 32;
+  static Mask mask(int n) { return impl::mask32(n); }
+  static Wv load_w(const W* p) { return load32(p); }
+  static Wv load_w(const W* p, Mask m) { return load32(p, m); }
+  static Xv load_x(const X* p) { return load32(p); }
+  static Xv load_x(const X* p, Mask m) { return load32(p, m); }
+  static __m512 step(__m512 acc, Wv w, Xv x) { return _mm512_dpbf16_ps(acc, w, x); }
+};
 
 // ---- prefill (more than kMaxDotTokens tokens): packed bf16 pairs -----------------------------------------------
 // Outer-product form as impl::matmul (BLIS-style: a panel of kNR = 32 weight rows x kKC columns packed once, used by
@@ -219,26 +147,15 @@ inline void matmul_pairs(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx
 }
 
 // The amx level's fast product below its tile threshold (decode, batched decode, short chunks: at most
-// kMaxDotTokens tokens): VDPBF16PS in dot form, the weights streamed once for up to 3 tokens (dp_rows) or 4..8
-// (dp_rows_tokens), every token's row equal to its lone dp_rows<1> bitwise. (The avx512bf16 level decodes with the
+// kMaxDotTokens tokens): VDPBF16PS in dot form, the weights streamed once for all tokens, every token's row equal
+// to its lone dot_rows<DpBf16, 1> bitwise. (The avx512bf16 level decodes with the
 // FMA dot forms instead and prefills with matmul_pairs: avx512bf16.cpp.)
 inline void matmul_fast_few(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int M,
                             int rows, int cols) {
   if (M <= 0 || rows <= 0) return;
   if (cols <= 0) return impl::zero_outputs(y, ldy, M, rows);
   if (M > impl::kMaxDotTokens) return impl::matmul(w, ld, x, ldx, y, ldy, M, rows, cols);  // not reached from amx
-  switch (M) {
-    case 4: return dp_rows_tokens<4>(w, ld, x, ldx, y, ldy, rows, cols);
-    case 5: return dp_rows_tokens<5>(w, ld, x, ldx, y, ldy, rows, cols);
-    case 6: return dp_rows_tokens<6>(w, ld, x, ldx, y, ldy, rows, cols);
-    case 7: return dp_rows_tokens<7>(w, ld, x, ldx, y, ldy, rows, cols);
-    case 8: return dp_rows_tokens<8>(w, ld, x, ldx, y, ldy, rows, cols);
-    default: break;
-  }
-  int m = 0;
-  for (; m + 3 <= M; m += 3) dp_rows<3>(w, ld, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy, ldy, rows, cols);
-  if (M - m == 2) dp_rows<2>(w, ld, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy, ldy, rows, cols);
-  if (M - m == 1) dp_rows<1>(w, ld, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy, ldy, rows, cols);
+  impl::dot_rows_tokens<DpBf16>(w, ld, x, ldx, y, ldy, M, rows, cols);
 }
 }  // namespace bf16_dot_impl
 }  // namespace

@@ -94,9 +94,10 @@ template <class K, class W, class X, class Matmul, class Matvec>
 void expect_few_tokens_equal_matvec(Matmul matmul, Matvec matvec) {
   uint32_t seed = 900;
   for (int M = 1; M <= 8; ++M)
-    for (int rows : {1, 9, 40})
+    for (int rows : {1, 9, 40, 100})
       for (int cols : {7, 33, 1024, 1030, 8200}) {
         if (cols == 8200 && rows != 9) continue;  // chunk boundaries: one row count is enough
+        if (rows == 100 && cols != 1030) continue;  // several row panels, each walked in column spans
         const std::size_t ld = std::size_t(cols) + 3, ldx = std::size_t(cols) + 5, ldy = std::size_t(rows) + 2;
         const std::vector<W> w = random_matrix<W>(rows, cols, ld, seed++);
         const std::vector<X> x = random_matrix<X>(M, cols, ldx, seed++);
