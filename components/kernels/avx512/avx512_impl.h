@@ -168,7 +168,7 @@ inline void dot_block(const typename Ops::W* w, size_t row_step, std::ptrdiff_t 
 
 // Rows per block for T tokens: as many as keep R*T accumulators, R weight vectors and one activation within the
 // 32 zmm registers while every load feeds several FMAs (R + T loads per R*T FMAs). The one-token block is a tuning
-// parameter, read as R far-apart row streams (MI_TUNE_ROW_STREAMS below; ckb/platforms: [[tuning]]
+// parameter; blocks of up to kStreamTokens tokens read R far-apart row streams (MI_TUNE_ROW_STREAMS below; ckb/platforms: [[tuning]]
 // MI_TUNE_MATVEC_ROWS, set by the engine's build from its constraints' [tuning]; `metainfer generate --tune` times
 // the choices).
 #ifndef MI_TUNE_MATVEC_ROWS
@@ -176,11 +176,16 @@ inline void dot_block(const typename Ops::W* w, size_t row_step, std::ptrdiff_t 
 #endif
 static_assert(MI_TUNE_MATVEC_ROWS >= 1 && MI_TUNE_MATVEC_ROWS <= 8, "MI_TUNE_MATVEC_ROWS: 1..8");
 template <int T>
-constexpr int kDotRows = T == 1 ? MI_TUNE_MATVEC_ROWS : T == 2 ? 8 : T == 3 ? 6 : T == 4 ? 5 : T <= 6 ? 4 : 3;
+constexpr int kDotRows = T == 1 ? MI_TUNE_MATVEC_ROWS : T <= 3 ? 4 : T == 4 ? 5 : T <= 6 ? 4 : 3;
 
-// Which rows a one-token block reads (ckb/platforms: [[tuning]] MI_TUNE_ROW_STREAMS): 1 (default), R rows from R
-// far-apart row groups (row_streams.h), each stream prefetched kStreamPrefetchBytes on; 0, R adjacent rows with the
-// next block prefetched. Measured on AMD Zen 5 (EPYC "Turin", 2 threads, 48 distinct 3072 x 1024 bf16 matrices
+// Up to this many tokens a block is memory-bound and reads its rows as far-apart streams (below). Zen 5, 2 threads,
+// 48 distinct 3072 x 1024 matrices: 2 tokens 5.3 ms as 4 streams against 7.6-8.1 ms as 8 adjacent rows (one token
+// 5.1-5.7 ms), 3 tokens 5.7 against 7.9; at 4 and 6 tokens streams gave nothing (6.9-7.1 and 8.2-8.6 ms either way).
+constexpr int kStreamTokens = 3;
+
+// Which rows a block of up to kStreamTokens tokens reads (ckb/platforms: [[tuning]] MI_TUNE_ROW_STREAMS):
+// 1 (default), R rows from R far-apart row groups (row_streams.h), each stream prefetched kStreamPrefetchBytes on;
+// 0, R adjacent rows with the next block prefetched. Measured on AMD Zen 5 (EPYC "Turin", 2 threads, 48 distinct 3072 x 1024 bf16 matrices
 // streamed, f32 activations; the read probe's best pattern gave 72-75 GB/s): 4 streams with 2 KiB prefetch
 // 69-72 GB/s (1 thread 36-38), 4 streams with 4 KiB 58-65, without prefetch 64-67, 8 streams 48-57, 8 adjacent rows
 // (the earlier default, chosen on a Xeon) 49-52 (1 thread 25.5). Experience OPT-014.
@@ -194,7 +199,7 @@ template <class Ops, int T>
 inline void dot_rows(const typename Ops::W* w, size_t ld, const typename Ops::X* xi, float* y, size_t ldy, int rows,
                      int cols) {
   constexpr int R = kDotRows<T>;
-  if constexpr (T == 1 && MI_TUNE_ROW_STREAMS == 1) {
+  if constexpr (T <= kStreamTokens && MI_TUNE_ROW_STREAMS == 1) {
     constexpr size_t ahead = kStreamPrefetchBytes / sizeof(typename Ops::W);
     for_row_streams<R>(
         rows,
