@@ -127,8 +127,8 @@ inline const typename Ops::X* xi_at(const typename Ops::X* xi, int c, int t) {
 // c_end < cols saves them there instead of summing (c_end then a multiple of 2 * Ops::kStep), so a row split into
 // column spans accumulates exactly as in one pass. xi: the tokens interleaved (xi_at).
 template <class Ops, int R, int T>
-inline void dot_block(const typename Ops::W* w, size_t row_step, std::ptrdiff_t ahead, const typename Ops::X* xi, float* y,
-                      size_t ldy, size_t y_step, int cols, int c_begin, int c_end, __m512* carry) {
+inline void dot_block(const typename Ops::W* w, size_t row_step, std::ptrdiff_t ahead, const typename Ops::X* xi,
+                      float* y, size_t ldy, size_t y_step, int cols, int c_begin, int c_end, __m512* carry) {
   constexpr int S = Ops::kStep;
   __m512 acc[T][R];
   for (int t = 0; t < T; ++t)
@@ -168,9 +168,9 @@ inline void dot_block(const typename Ops::W* w, size_t row_step, std::ptrdiff_t 
 
 // Rows per block for T tokens: as many as keep R*T accumulators, R weight vectors and one activation within the
 // 32 zmm registers while every load feeds several FMAs (R + T loads per R*T FMAs). The one-token block is a tuning
-// parameter; blocks of up to kStreamTokens tokens read R far-apart row streams (MI_TUNE_ROW_STREAMS below; ckb/platforms: [[tuning]]
-// MI_TUNE_MATVEC_ROWS, set by the engine's build from its constraints' [tuning]; `metainfer generate --tune` times
-// the choices).
+// parameter (ckb/platforms: [[tuning]] MI_TUNE_MATVEC_ROWS, set by the engine's build from its constraints'
+// [tuning]; `metainfer generate --tune` times the choices); blocks of up to kStreamTokens tokens read R far-apart
+// row streams (MI_TUNE_ROW_STREAMS below).
 #ifndef MI_TUNE_MATVEC_ROWS
 #define MI_TUNE_MATVEC_ROWS 4
 #endif
@@ -185,10 +185,10 @@ constexpr int kStreamTokens = 3;
 
 // Which rows a block of up to kStreamTokens tokens reads (ckb/platforms: [[tuning]] MI_TUNE_ROW_STREAMS):
 // 1 (default), R rows from R far-apart row groups (row_streams.h), each stream prefetched kStreamPrefetchBytes on;
-// 0, R adjacent rows with the next block prefetched. Measured on AMD Zen 5 (EPYC "Turin", 2 threads, 48 distinct 3072 x 1024 bf16 matrices
-// streamed, f32 activations; the read probe's best pattern gave 72-75 GB/s): 4 streams with 2 KiB prefetch
-// 69-72 GB/s (1 thread 36-38), 4 streams with 4 KiB 58-65, without prefetch 64-67, 8 streams 48-57, 8 adjacent rows
-// (the earlier default, chosen on a Xeon) 49-52 (1 thread 25.5). Experience OPT-014.
+// 0, R adjacent rows with the next block prefetched. Measured on AMD Zen 5 (EPYC "Turin", 2 threads, 48 distinct
+// 3072 x 1024 bf16 matrices streamed, f32 activations; the read probe's best pattern gave 72-75 GB/s): 4 streams
+// with 2 KiB prefetch 69-72 GB/s (1 thread 36-38), 4 streams with 4 KiB 58-65, without prefetch 64-67, 8 streams
+// 48-57, 8 adjacent rows (the earlier default, chosen on a Xeon) 49-52 (1 thread 25.5). Experience OPT-014.
 #ifndef MI_TUNE_ROW_STREAMS
 #define MI_TUNE_ROW_STREAMS 1
 #endif
@@ -281,7 +281,8 @@ inline void dot_rows_tokens(const typename Ops::W* w, size_t ld, const X* x, siz
   switch (M) {
 #define MI_FEW_CASE(n) \
   case n: return dot_rows<Ops, n>(w, ld, xi, y, ldy, rows, cols);
-    MI_FEW_CASE(1) MI_FEW_CASE(2) MI_FEW_CASE(3) MI_FEW_CASE(4) MI_FEW_CASE(5) MI_FEW_CASE(6) MI_FEW_CASE(7) MI_FEW_CASE(8)
+    MI_FEW_CASE(1) MI_FEW_CASE(2) MI_FEW_CASE(3) MI_FEW_CASE(4)
+    MI_FEW_CASE(5) MI_FEW_CASE(6) MI_FEW_CASE(7) MI_FEW_CASE(8)
 #undef MI_FEW_CASE
     default: break;
   }

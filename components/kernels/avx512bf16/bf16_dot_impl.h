@@ -25,8 +25,8 @@ inline __m512bh load32(const bf16_t* p) { return (__m512bh)_mm512_loadu_si512(p)
 inline __m512bh load32(const bf16_t* p, __mmask32 m) { return (__m512bh)_mm512_maskz_loadu_epi16(m, p); }
 
 // Decode step of the dot forms (impl::dot_block): one VDPBF16PS over 32 bf16 columns (16 pairs), bf16 weights and
-// bf16 activations. A row of impl::dot_rows<DpBf16, T> for any T equals the lone dot_rows<DpBf16, 1> bitwise (impl::dot_block's
-// contract).
+// bf16 activations. A row of impl::dot_rows<DpBf16, T> for any T equals the lone dot_rows<DpBf16, 1> bitwise
+// (impl::dot_block's contract).
 struct DpBf16 {
   using W = bf16_t;
   using X = bf16_t;
@@ -148,8 +148,8 @@ inline void matmul_pairs(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx
 
 // The amx level's fast product below its tile threshold (decode, batched decode, short chunks: at most
 // kMaxDotTokens tokens): VDPBF16PS in dot form, the weights streamed once for all tokens, every token's row equal
-// to its lone dot_rows<DpBf16, 1> bitwise. (The avx512bf16 level decodes with the
-// FMA dot forms instead and prefills with matmul_pairs: avx512bf16.cpp.)
+// to its lone dot_rows<DpBf16, 1> bitwise. (The avx512bf16 level decodes with the FMA dot forms instead and prefills
+// with matmul_pairs: avx512bf16.cpp.)
 inline void matmul_fast_few(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int M,
                             int rows, int cols) {
   if (M <= 0 || rows <= 0) return;
