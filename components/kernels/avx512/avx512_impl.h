@@ -262,8 +262,12 @@ inline const typename Ops::X* interleave_tokens(const X* x, size_t ldx, int T, i
       XO* dst = out + (k * T + t) * S;
       const int n = cols - int(k * S) < S ? cols - int(k * S) : S;
       if constexpr (std::is_same_v<X, XO>) {
-        std::memcpy(dst, src, sizeof(XO) * size_t(n));
-        std::memset(static_cast<void*>(dst + n), 0, sizeof(XO) * size_t(S - n));
+        if (n == S) {  // a constant size: two vector moves, not a library call per step
+          std::memcpy(dst, src, sizeof(XO) * S);
+        } else {
+          std::memcpy(dst, src, sizeof(XO) * size_t(n));
+          std::memset(static_cast<void*>(dst + n), 0, sizeof(XO) * size_t(S - n));
+        }
       } else {  // bf16 -> f32 (S = 16)
         static_assert(std::is_same_v<X, bf16_t> && std::is_same_v<XO, float> && S == 16);
         _mm512_storeu_ps(dst, load16(src, mask16(n)));
