@@ -102,7 +102,7 @@ inline __m512 exp_ps(__m512 x) {
 template <class WT>
 struct FmaDot {
   using W = WT;
-  using X = float;  // bf16 activations are widened first (widen_tokens)
+  using X = float;  // bf16 activations are widened first (interleave_tokens)
   using Wv = __m512;
   using Xv = __m512;
   using Mask = __mmask16;
