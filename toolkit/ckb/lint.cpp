@@ -276,7 +276,8 @@ class Linter {
         const auto& t = p.tuning[i];
         const std::string f = "tuning[" + std::to_string(i) + "]";
         if (t.parameter.rfind("MI_TUNE_", 0) != 0) error(p.source, f + ".parameter", "expected a name MI_TUNE_..., got '" + t.parameter + "'");
-        if (t.op != "matvec" && t.op != "matmul") error(p.source, f + ".op", "expected matvec or matmul, got '" + t.op + "'");
+        if (t.op != "matvec" && t.op != "matmul" && t.op != "decode")
+          error(p.source, f + ".op", "expected matvec, matmul or decode, got '" + t.op + "'");
         if (t.values.size() < 2) error(p.source, f + ".values", "a tuning parameter needs at least two values to choose from");
         if (std::find(t.values.begin(), t.values.end(), t.default_value) == t.values.end()) error(p.source, f + ".default", "the default is not one of the values");
         for (const auto& n : t.numerics)

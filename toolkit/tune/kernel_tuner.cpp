@@ -29,7 +29,7 @@ std::vector<std::pair<int, int>> model_shapes(const coverage::Plan& plan, const 
   const int D = dim("head_dim") > 0 ? dim("head_dim") : (nH > 0 ? H / nH : 0);
   if (H <= 0 || I <= 0 || nH <= 0 || nKV <= 0 || D <= 0) fail("tune: the plan lacks the model's dimensions");
   std::vector<std::pair<int, int>> s = {{nH * D, H}, {nKV * D, H}, {nKV * D, H}, {H, nH * D}, {I, H}, {I, H}, {H, I}};
-  if (op == "matvec" && V > 0) s.push_back({V, H});
+  if (op != "matmul" && V > 0) s.push_back({V, H});  // decode also streams the LM head
   return s;
 }
 
@@ -95,9 +95,14 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
       continue;
     }
     const auto shapes = model_shapes(plan, param.op);
+    // matvec: one token; decode: one token, and the engine's full decode batch (at most the dot forms' 8 tokens)
+    // when it batches; matmul: a prefill of prefill_tokens.
+    const bool streams = param.op != "matmul";  // decode ops stream the weights from memory, as the model does
+    const int tokens = param.op == "matvec"   ? 1
+                       : param.op == "decode" ? std::clamp(plan.constraints.max_batch, 1, 8)
+                                              : o.prefill_tokens;
     json entry = {{"op", param.op}, {"default", param.default_value}, {"summary", param.summary},
-                  {"threads", o.threads}, {"tokens", param.op == "matvec" ? 1 : o.prefill_tokens},
-                  {"numerics", mode}};
+                  {"threads", o.threads}, {"tokens", tokens}, {"numerics", mode}};
     json shape_list = json::array();
     for (const auto& [r, c] : shapes) shape_list.push_back({r, c});
     entry["shapes"] = shape_list;
@@ -121,10 +126,9 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
       results[v] = {{"ok", true}, {"seconds", nullptr}, {"runs", json::array()}};
     }
     // Interleaved rounds: every value once per round, so drift on a shared machine hits all of them alike.
-    std::vector<std::string> args = {param.op, mode, std::to_string(o.threads),
-                                     std::to_string(o.prefill_tokens),
+    std::vector<std::string> args = {param.op, mode, std::to_string(o.threads), std::to_string(tokens),
                                      std::to_string(o.repeats),
-                                     std::to_string(param.op == "matvec" ? std::min(o.decode_max_bytes, double(plan.weight_bytes)) : 0.0)};
+                                     std::to_string(streams ? std::min(o.decode_max_bytes, double(plan.weight_bytes)) : 0.0)};
     for (const auto& [r, c] : shapes) {
       args.push_back(std::to_string(r));
       args.push_back(std::to_string(c));
@@ -160,7 +164,7 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
       json& res = results[v];
       if (res["ok"].get<bool>() && !res["seconds"].is_null()) {
         const double s = res["seconds"].get<double>();
-        if (param.op == "matvec") res["weights_gbs"] = res["bytes"].get<double>() / s / 1e9;
+        if (streams) res["weights_gbs"] = res["bytes"].get<double>() / s / 1e9;
         else res["gflops"] = res["flops"].get<double>() / s / 1e9;
         if (s < best) {
           best = s;

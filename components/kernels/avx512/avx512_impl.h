@@ -92,13 +92,28 @@ inline __m512 exp_ps(__m512 x) {
 // served request's greedy output does not depend on its batch. Every weight vector loaded is used for T tokens and
 // every activation vector for R rows (R + T loads per R*T steps); the R*T independent chains hide the step latency
 // (one row alone is memory-bound, and one accumulator per row keeps up with it).
-// While a block of R rows is read, the same columns `ahead` elements on are prefetched, one line per row and
-// 2 steps: each row is a short stream (2 KiB for a 1024-column bf16 row) that the hardware prefetcher would only
-// pick up after it started. Prefetches past the last row are harmless (PREFETCHh never faults).
+// While a block of R rows is read, the same columns `ahead` elements on are prefetched, every cache line of every
+// row: each row is a short stream (2 KiB for a 1024-column bf16 row) that the hardware prefetcher would only pick up
+// after it started. Prefetches past the last row are harmless (PREFETCHh never faults). Into L2 or L1 as the tuning
+// parameter MI_TUNE_DOT_PREFETCH says (below).
 // Block row r is weight row w + r * row_step and output y[t * ldy + r * y_step]: adjacent rows (row_step = ld,
 // ahead = R * ld: the next block) or far-apart row groups (row_streams.h).
 //
 // Ops is the step: FmaDot below (f32 FMA on widened weights, f32 activations) or bf16_dot_impl's VDPBF16PS form.
+// Where the dot forms prefetch the weights (ckb/platforms [[tuning]] MI_TUNE_DOT_PREFETCH): 1 (default) into L2
+// (PREFETCHT1), 0 into L1 (PREFETCHT0). An L1 prefetch holds one of the core's few L1 miss buffers until its line
+// arrives, which caps the lines in flight; an L2 prefetch is tracked by the L2's larger queue, and the loads then
+// hit L2. Measured on AMD Zen 4 (EPYC, 2 threads, 28 layers of the 0.6B shape = 840 MB of bf16 weights streamed,
+// experience OPT-017): 8 tokens 41-44 -> 30-31 ms with the VDPBF16PS form and 47-49 -> 41-47 with FMA, 4 tokens
+// 33-36 -> 28-30 ms, one token unchanged (26-29 ms); one thread, 8 tokens 79-80 -> 52-54 ms.
+#ifndef MI_TUNE_DOT_PREFETCH
+#define MI_TUNE_DOT_PREFETCH 1
+#endif
+static_assert(MI_TUNE_DOT_PREFETCH == 0 || MI_TUNE_DOT_PREFETCH == 1, "MI_TUNE_DOT_PREFETCH: 0 or 1");
+inline void prefetch_weights(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p), MI_TUNE_DOT_PREFETCH == 1 ? _MM_HINT_T1 : _MM_HINT_T0);
+}
+
 template <class WT>
 struct FmaDot {
   using W = WT;
@@ -135,7 +150,11 @@ inline void dot_block(const typename Ops::W* w, size_t row_step, std::ptrdiff_t 
     for (int r = 0; r < R; ++r) acc[t][r] = c_begin > 0 ? carry[t * R + r] : _mm512_setzero_ps();
   int c = c_begin;
   for (; c + 2 * S <= c_end; c += 2 * S) {
-    for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(w + r * row_step + ahead + c), _MM_HINT_T0);
+    // Every line of the next 2 steps: 64 bytes per row for FMA's 16 bf16 columns per step, 128 for VDPBF16PS's 32
+    // (prefetching only the first of those two lines cost the VDPBF16PS form a quarter of its read rate).
+    constexpr int kLine = 64 / int(sizeof(typename Ops::W));
+    for (int l = 0; l < 2 * S; l += kLine)
+      for (int r = 0; r < R; ++r) prefetch_weights(w + r * row_step + ahead + c + l);
     for (int h = 0; h < 2 * S; h += S) {
       typename Ops::Wv wv[R];
       for (int r = 0; r < R; ++r) wv[r] = Ops::load_w(w + r * row_step + c + h);

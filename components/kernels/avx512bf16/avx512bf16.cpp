@@ -1,5 +1,6 @@
-// The AVX-512 BF16 level: precise kernels, fast decode (up to 8 tokens) and element-wise ops are the avx512 ones
-// (kernels/avx512/avx512_impl.h, compiled here again with this level's flags); fast prefill (more than 8 tokens) uses
+// The AVX-512 BF16 level: precise kernels and element-wise ops are the avx512 ones (kernels/avx512/avx512_impl.h,
+// compiled here again with this level's flags); fast decode (up to 8 tokens) takes the dot forms with the VDPBF16PS
+// or the FMA step (MI_TUNE_BF16_DECODE below); fast prefill (more than 8 tokens) uses
 // VDPBF16PS (_mm512_dpbf16_ps: lane i += a[2i]*b[2i] + a[2i+1]*b[2i+1], 32 bf16 multiply-adds into 16 f32 lanes) on
 // packed bf16 pairs, or the FMA kernel, as the tuning parameter MI_TUNE_BF16_PREFILL says (bf16_dot_impl.h).
 #include "kernels/avx512bf16/avx512bf16.h"
@@ -22,15 +23,31 @@ void Avx512Bf16::matvec(const bf16_t* W, std::size_t ld, const float* x, float* 
 void Avx512Bf16::matvec(const float* W, std::size_t ld, const float* x, float* y, int rows, int cols) {
   impl::matvec(W, ld, x, y, rows, cols);
 }
-// Fast decode and batched decode (up to 8 tokens) widen both bf16 operands exactly and use the FMA dot forms of the
-// avx512 level, not VDPBF16PS: on AMD Zen 5 (2 threads, 48 distinct matrices streamed, one accumulator per row and
-// token) the FMA forms read 56-58 GB/s at one token against 43-49 for the VDPBF16PS form (impl::dot_rows with
-// bf16_dot_impl::DpBf16), and at 8 tokens reach 173-217 GFLOP/s against 185-241: the batched step is bound by loads
-// and memory, not by the multiply rate, so the pair instruction's 2x peak does not show. Products of bf16 values are
-// exact in f32 either way; each token's row of a batched step is its lone matvec_fast bitwise (the dot forms'
-// contract).
+// Fast decode and batched decode (up to 8 tokens): the dot forms with bf16 weights and bf16 activations, in the step
+// the tuning parameter MI_TUNE_BF16_DECODE names (ckb/platforms [[tuning]]; experience OPT-017):
+//   1 (default) VDPBF16PS (bf16_dot_impl::DpBf16): 32 bf16 products per instruction, neither operand widened. On
+//     AMD Zen 4 (EPYC, 512-bit FMA at half the rate of Zen 5) 8 tokens take 30-31 ms per 840 MB of weights against
+//     41-47 with FMA (2 threads); one token alike (26-29 ms).
+//   0 both operands widened exactly to f32 and the FMA dot forms of the avx512 level. Chosen on AMD Zen 5 when the
+//     VDPBF16PS form prefetched only every other line of its rows (it then read 43-49 GB/s at one token against
+//     56-58).
+// Products of bf16 values are exact in f32 either way (VDPBF16PS also flushes denormal inputs and results). Whatever
+// the choice, one token and every token's row of a batched step take the same step, so each token's row of a batched
+// step is its lone matvec_fast bitwise (the dot forms' contract).
+#ifndef MI_TUNE_BF16_DECODE
+#define MI_TUNE_BF16_DECODE 1
+#endif
+static_assert(MI_TUNE_BF16_DECODE == 0 || MI_TUNE_BF16_DECODE == 1, "MI_TUNE_BF16_DECODE: 0 or 1");
+namespace {
+void fast_few_tokens(const bf16_t* W, std::size_t ld, const bf16_t* X, std::size_t ldx, float* Y, std::size_t ldy,
+                     int M, int rows, int cols) {
+  if constexpr (MI_TUNE_BF16_DECODE == 1) bf16_dot_impl::matmul_fast_few(W, ld, X, ldx, Y, ldy, M, rows, cols);
+  else if (M == 1) impl::matvec(W, ld, X, Y, rows, cols);
+  else impl::matmul(W, ld, X, ldx, Y, ldy, M, rows, cols);
+}
+}  // namespace
 void Avx512Bf16::matvec_fast(const bf16_t* W, std::size_t ld, const bf16_t* x, float* y, int rows, int cols) {
-  impl::matvec(W, ld, x, y, rows, cols);
+  fast_few_tokens(W, ld, x, 0, y, 0, 1, rows, cols);
 }
 void Avx512Bf16::matmul(const bf16_t* W, std::size_t ld, const float* X, std::size_t ldx, float* Y, std::size_t ldy,
                         int M, int rows, int cols) {
@@ -42,7 +59,8 @@ void Avx512Bf16::matmul(const float* W, std::size_t ld, const float* X, std::siz
 }
 void Avx512Bf16::matmul_fast(const bf16_t* W, std::size_t ld, const bf16_t* X, std::size_t ldx, float* Y,
                              std::size_t ldy, int M, int rows, int cols) {
-  if (M > impl::kMaxDotTokens && MI_TUNE_BF16_PREFILL == 1 && rows > 0 && cols > 0)
+  if (M <= impl::kMaxDotTokens) return fast_few_tokens(W, ld, X, ldx, Y, ldy, M, rows, cols);
+  if (MI_TUNE_BF16_PREFILL == 1 && rows > 0 && cols > 0)
     return bf16_dot_impl::matmul_pairs(W, ld, X, ldx, Y, ldy, M, rows, cols);  // prefill: packed bf16 pairs
   impl::matmul(W, ld, X, ldx, Y, ldy, M, rows, cols);
 }

@@ -146,10 +146,9 @@ inline void matmul_pairs(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx
   }
 }
 
-// The amx level's fast product below its tile threshold (decode, batched decode, short chunks: at most
-// kMaxDotTokens tokens): VDPBF16PS in dot form, the weights streamed once for all tokens, every token's row equal
-// to its lone dot_rows<DpBf16, 1> bitwise. (The avx512bf16 level decodes with the FMA dot forms instead and prefills
-// with matmul_pairs: avx512bf16.cpp.)
+// The fast product of at most kMaxDotTokens tokens (decode, batched decode, short chunks) of the amx level, and of
+// the avx512bf16 level when MI_TUNE_BF16_DECODE = 1 (avx512bf16.cpp): VDPBF16PS in dot form, the weights streamed
+// once for all tokens, every token's row equal to its lone dot_rows<DpBf16, 1> bitwise.
 inline void matmul_fast_few(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int M,
                             int rows, int cols) {
   if (M <= 0 || rows <= 0) return;
