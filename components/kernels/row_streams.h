@@ -6,6 +6,8 @@
 // tiles walk R long sequential streams, one per group, which the prefetchers follow. Rows past R * n go one by one.
 // The rows a tile holds never change what an output row computes, so results do not depend on this order.
 #pragma once
+#include <xmmintrin.h>  // _mm_prefetch (SSE: every x86-64 level)
+
 #include <cstddef>
 
 namespace mi::kernels {
@@ -13,6 +15,22 @@ namespace mi::kernels {
 // How far ahead each stream is prefetched where a level prefetches its streams (the AVX-512 bf16 and int8 decode
 // kernels; the AVX2 ones rely on the hardware prefetchers). Measured on AMD Zen 5: experience OPT-014.
 constexpr std::size_t kStreamPrefetchBytes = 2048;
+
+// Where the AVX-512 decode kernels prefetch their weights (ckb/platforms [[tuning]] MI_TUNE_DOT_PREFETCH): 1
+// (default) into L2 (PREFETCHT1), 0 into L1 (PREFETCHT0). An L1 prefetch holds one of the core's few L1 miss buffers
+// until its line arrives, which caps the lines in flight; an L2 prefetch is tracked by the L2's larger queue, and
+// the loads then hit L2. Measured on AMD Zen 4 (EPYC, 2 threads, 28 layers of the 0.6B shape = 840 MB of bf16
+// weights streamed, experience OPT-017): 8 tokens 41-44 -> 30-31 ms with the VDPBF16PS dot form and 47-49 -> 41-47
+// with FMA, 4 tokens 33-36 -> 28-30 ms, one token unchanged (26-29 ms); one thread, 8 tokens 79-80 -> 52-54 ms.
+#ifndef MI_TUNE_DOT_PREFETCH
+#define MI_TUNE_DOT_PREFETCH 1
+#endif
+static_assert(MI_TUNE_DOT_PREFETCH == 0 || MI_TUNE_DOT_PREFETCH == 1, "MI_TUNE_DOT_PREFETCH: 0 or 1");
+namespace {  // internal linkage: levels compiled with different ISA flags include this header
+inline void prefetch_weights(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p), MI_TUNE_DOT_PREFETCH == 1 ? _MM_HINT_T1 : _MM_HINT_T0);
+}
+}  // namespace
 
 // tile(first_row, group_rows): rows first_row + g * group_rows for g < R. one(row): a single row.
 template <int R, class Tile, class One>

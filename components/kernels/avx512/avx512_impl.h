@@ -100,20 +100,6 @@ inline __m512 exp_ps(__m512 x) {
 // ahead = R * ld: the next block) or far-apart row groups (row_streams.h).
 //
 // Ops is the step: FmaDot below (f32 FMA on widened weights, f32 activations) or bf16_dot_impl's VDPBF16PS form.
-// Where the dot forms prefetch the weights (ckb/platforms [[tuning]] MI_TUNE_DOT_PREFETCH): 1 (default) into L2
-// (PREFETCHT1), 0 into L1 (PREFETCHT0). An L1 prefetch holds one of the core's few L1 miss buffers until its line
-// arrives, which caps the lines in flight; an L2 prefetch is tracked by the L2's larger queue, and the loads then
-// hit L2. Measured on AMD Zen 4 (EPYC, 2 threads, 28 layers of the 0.6B shape = 840 MB of bf16 weights streamed,
-// experience OPT-017): 8 tokens 41-44 -> 30-31 ms with the VDPBF16PS form and 47-49 -> 41-47 with FMA, 4 tokens
-// 33-36 -> 28-30 ms, one token unchanged (26-29 ms); one thread, 8 tokens 79-80 -> 52-54 ms.
-#ifndef MI_TUNE_DOT_PREFETCH
-#define MI_TUNE_DOT_PREFETCH 1
-#endif
-static_assert(MI_TUNE_DOT_PREFETCH == 0 || MI_TUNE_DOT_PREFETCH == 1, "MI_TUNE_DOT_PREFETCH: 0 or 1");
-inline void prefetch_weights(const void* p) {
-  _mm_prefetch(static_cast<const char*>(p), MI_TUNE_DOT_PREFETCH == 1 ? _MM_HINT_T1 : _MM_HINT_T0);
-}
-
 template <class WT>
 struct FmaDot {
   using W = WT;
