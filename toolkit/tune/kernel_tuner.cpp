@@ -78,9 +78,10 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
     // A parameter this engine's kernels do not read is not timed (identical programs would be chosen by noise).
     std::string skipped, why;
     if (plan.dtype != "bf16") {
-      // The parameters tune the bf16-weight kernels; int8 and f32 engines run other kernels.
-      skipped = "the tuned kernels take bf16 weights; this engine computes with " + plan.dtype +
-                " weights, whose kernels do not read " + param.parameter;
+      // The timing program runs the bf16-weight kernels only; int8 and f32 engines run other kernels (some read a
+      // parameter too, e.g. MI_TUNE_DOT_PREFETCH in the int8 decode kernel), which keep its default.
+      skipped = "the timing program times bf16-weight kernels; this engine computes with " + plan.dtype +
+                " weights, so " + param.parameter + " keeps its default";
       why = plan.dtype + " weights";
     } else if (!param.numerics.empty() &&
                std::find(param.numerics.begin(), param.numerics.end(), mode) == param.numerics.end()) {
@@ -113,6 +114,10 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
       const fs::path bin = work / (param.parameter + "_" + std::to_string(v));
       std::vector<std::string> argv = {cxx, "-O3", "-DNDEBUG", "-std=c++20", "-pthread"};
       argv.insert(argv.end(), platform.compile_flags.begin(), platform.compile_flags.end());
+      // The values chosen so far in this run (the platform lists its parameters in the order they are tuned), so
+      // a parameter is timed with the kernels the engine will have: the prefetch hint's gain depends on the step.
+      for (const auto& [name, value] : result.choice)
+        if (name != param.parameter) argv.push_back("-D" + name + "=" + std::to_string(value));
       argv.push_back("-D" + param.parameter + "=" + std::to_string(v));
       argv.push_back("-I" + components.string());
       argv.push_back(main_cpp.string());

@@ -134,6 +134,25 @@ int main(int argc, char** argv) {
         }
     }
 
+  // The dot forms' contract for decode: each token's row of the batched pass is its lone one-token product bitwise
+  // (a served request's output may not depend on its batch).
+  if (op == "decode" && M > 1)
+    for (std::size_t s = 0; s < shapes.size(); ++s) {
+      const Matrix& m = ms[s];
+      const int rows = std::min(m.rows, 48);
+      std::vector<float> batch(std::size_t(M) * rows), lone(rows);
+      product<K>(op, fast, m.w.data(), m.cols, x.data(), xb.data(), batch.data(), std::size_t(rows), M, rows);
+      for (int t = 0; t < M; ++t) {
+        const std::size_t off = std::size_t(t) * m.cols;
+        product<K>(op, fast, m.w.data(), m.cols, x.data() + off, xb.data() + off, lone.data(), std::size_t(rows), 1,
+                   rows);
+        if (std::memcmp(lone.data(), batch.data() + std::size_t(t) * rows, sizeof(float) * rows) != 0) {
+          std::printf("{\"ok\": false, \"error\": \"decode (%s): token %d of a %d-token pass differs from its lone product on shape %dx%d\"}\n",
+                      fast ? "fast" : "precise", t, M, m.rows, m.cols);
+          return 3;
+        }
+      }
+    }
   std::vector<int> passes = {M};
   if (op == "decode" && M != 1) passes = {1, M};
   double seconds = 0, flops = 0;

@@ -95,7 +95,7 @@ inline __m512 exp_ps(__m512 x) {
 // While a block of R rows is read, the same columns `ahead` elements on are prefetched, every cache line of every
 // row: each row is a short stream (2 KiB for a 1024-column bf16 row) that the hardware prefetcher would only pick up
 // after it started. Prefetches past the last row are harmless (PREFETCHh never faults). Into L2 or L1 as the tuning
-// parameter MI_TUNE_DOT_PREFETCH says (below).
+// parameter MI_TUNE_DOT_PREFETCH says (row_streams.h).
 // Block row r is weight row w + r * row_step and output y[t * ldy + r * y_step]: adjacent rows (row_step = ld,
 // ahead = R * ld: the next block) or far-apart row groups (row_streams.h).
 //
@@ -137,7 +137,7 @@ inline void dot_block(const typename Ops::W* w, size_t row_step, std::ptrdiff_t 
   int c = c_begin;
   for (; c + 2 * S <= c_end; c += 2 * S) {
     // Every line of the next 2 steps: 64 bytes per row for FMA's 16 bf16 columns per step, 128 for VDPBF16PS's 32
-    // (prefetching only the first of those two lines cost the VDPBF16PS form a quarter of its read rate).
+    // and for f32 weights (one prefetch per row per 2 steps covered only half of those lines).
     constexpr int kLine = 64 / int(sizeof(typename Ops::W));
     for (int l = 0; l < 2 * S; l += kLine)
       for (int r = 0; r < R; ++r) prefetch_weights(w + r * row_step + ahead + c + l);

@@ -28,9 +28,9 @@ void Avx512Bf16::matvec(const float* W, std::size_t ld, const float* x, float* y
 //   1 (default) VDPBF16PS (bf16_dot_impl::DpBf16): 32 bf16 products per instruction, neither operand widened. On
 //     AMD Zen 4 (EPYC, 512-bit FMA at half the rate of Zen 5) 8 tokens take 30-31 ms per 840 MB of weights against
 //     41-47 with FMA (2 threads); one token alike (26-29 ms).
-//   0 both operands widened exactly to f32 and the FMA dot forms of the avx512 level. Chosen on AMD Zen 5 when the
-//     VDPBF16PS form prefetched only every other line of its rows (it then read 43-49 GB/s at one token against
-//     56-58).
+//   0 both operands widened exactly to f32 and the FMA dot forms of the avx512 level. Chosen on AMD Zen 5, where
+//     the VDPBF16PS form read 43-49 GB/s at one token against 56-58 (OPT-014; then with L1 prefetches, not
+//     re-measured with the L2 prefetch of MI_TUNE_DOT_PREFETCH): `metainfer generate --tune` decides per host.
 // Products of bf16 values are exact in f32 either way (VDPBF16PS also flushes denormal inputs and results). Whatever
 // the choice, one token and every token's row of a batched step take the same step, so each token's row of a batched
 // step is its lone matvec_fast bitwise (the dot forms' contract).

@@ -65,8 +65,8 @@ TEST(Tune, Avx512ParametersAreTimedCheckedAndBuiltIn) {
   EXPECT_EQ(v.out.find("differs from what the generator emits"), std::string::npos) << v.out;
 }
 
-// The parameters tune the bf16-weight kernels: an int8 engine's kernels do not read them, so nothing is timed or
-// recorded for it, and the manifest says why.
+// The timing program runs the bf16-weight kernels: for an int8 engine nothing is timed or recorded, its kernels keep
+// the defaults, and the manifest says why.
 TEST(Tune, Int8EnginesSkipTheBf16KernelParameters) {
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl") ||
       !__builtin_cpu_supports("avx512dq"))
