@@ -100,7 +100,9 @@ struct Family {
 // times and the default the kernels use when it is not set.
 struct TuningParameter {
   std::string parameter;  // MI_TUNE_...
-  std::string op;         // what the timing program runs: "matvec" (decode linears) | "decode" (one token, then the engine's decode batch) | "matmul" (prefill linears)
+  // What the timing program runs: "matvec" (decode linears, one token) | "decode" (one token, then the engine's
+  // decode batch) | "matmul" (prefill linears).
+  std::string op;
   std::vector<int> values;
   int default_value = 0;
   std::string summary;

@@ -97,7 +97,8 @@ inline void dot_row_tokens(const int8_t* row, float scale, size_t ld, const floa
   int c = 0;
   for (; c + 64 <= cols; c += 64) {
     // The next row's same line, into L1: with MI_TUNE_DOT_PREFETCH's L2 hint this kernel ran 86-87 -> 92-96 ms per
-    // B = 8 step of the 0.6B engine (AMD Zen 4); the lone decode above gains from it (24.6-30.6 -> 20.5-23.1 ms).
+    // B = 8 step of the 0.6B engine (AMD Zen 4); the lone decode above takes the L2 hint (within that host's noise:
+    // 17-23 against 20-31 ms per step).
     _mm_prefetch(reinterpret_cast<const char*>(row + ld + c), _MM_HINT_T0);
     const __m512 w0 = load_q16(row + c), w1 = load_q16(row + c + 16), w2 = load_q16(row + c + 32),
                  w3 = load_q16(row + c + 48);
