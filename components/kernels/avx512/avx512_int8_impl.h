@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/avx512/avx512_impl.h"
 #include "kernels/row_streams.h"
 
 namespace mi::kernels {
@@ -36,93 +37,42 @@ inline __m512 load_q16(const int8_t* p, __mmask16 m) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
 }
 
-// ---- decode -----------------------------------------------------------------------------------------------
-// R rows at a time, 64 columns (one cache line of each row) per step, two accumulators per row (2R independent
-// FMA chains). The decode matvec is bound by the weight stream, so the R rows of a block come from R far-apart row
-// groups (row_streams.h): R long sequential streams, each prefetched kStreamPrefetchBytes ahead, as the bf16 kernels
-// read them (avx512_impl.h, MI_TUNE_ROW_STREAMS = 1; measured there on AMD Zen 5: 69-72 GB/s against 49-52 for
-// adjacent rows with the next block prefetched). Block row r is row q + r * row_step, its output y[r * y_step].
-// Prefetches past the last row never fault.
+// ---- decode and batched decode (1..kMaxDotTokens tokens) -----------------------------------------------------
+// The dot forms of avx512_impl.h with an int8 step: the weights of one 16-column step sign-extended and converted
+// to f32 (exact), one FMA per (row, token) into one accumulator, the row's sum scaled once at the end. So the int8
+// kernels inherit the dot forms' blocking (R rows x T tokens per block: 4 far-apart row streams for one token, 3 x 8
+// at 8 tokens, every converted weight vector used for all T tokens), their prefetch (MI_TUNE_DOT_PREFETCH) and
+// their contract: each token's row of a batched step equals its lone matvec bitwise, so an int8 engine's greedy
+// output does not depend on what a request is batched with. (Before, the batched kernel walked one row x T tokens
+// with two accumulators each: an 8-token step of the 0.6B engine took 84-93 ms on AMD Zen 4, slower than the bf16
+// fast engine's 56-59.)
+struct Int8Dot {
+  using W = int8_t;
+  using X = float;
+  using Wv = __m512;
+  using Xv = __m512;
+  using Mask = __mmask16;
+  static constexpr int kStep = 16;
+  static Mask mask(int n) { return lanes(n); }
+  static Wv load_w(const W* p) { return load_q16(p); }
+  static Wv load_w(const W* p, Mask m) { return load_q16(p, m); }
+  static Xv load_x(const X* p) { return _mm512_loadu_ps(p); }
+  static Xv load_x(const X* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
+  static __m512 step(__m512 acc, Wv w, Xv x) { return _mm512_fmadd_ps(w, x, acc); }
+};
 
-template <int R>
-inline void dot_rows(const int8_t* q, const float* scale, size_t row_step, size_t ahead, const float* x, float* y,
-                     size_t y_step, int cols) {
-  __m512 acc0[R], acc1[R];
-  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
-  int c = 0;
-  for (; c + 64 <= cols; c += 64) {
-    const __m512 x0 = _mm512_loadu_ps(x + c), x1 = _mm512_loadu_ps(x + c + 16), x2 = _mm512_loadu_ps(x + c + 32),
-                 x3 = _mm512_loadu_ps(x + c + 48);
-    for (int r = 0; r < R; ++r) {
-      const int8_t* row = q + size_t(r) * row_step + c;
-      prefetch_weights(row + ahead);
-      acc0[r] = _mm512_fmadd_ps(load_q16(row), x0, acc0[r]);
-      acc1[r] = _mm512_fmadd_ps(load_q16(row + 16), x1, acc1[r]);
-      acc0[r] = _mm512_fmadd_ps(load_q16(row + 32), x2, acc0[r]);
-      acc1[r] = _mm512_fmadd_ps(load_q16(row + 48), x3, acc1[r]);
-    }
-  }
-  for (; c < cols; c += 16) {  // at most three masked steps
-    const __mmask16 m = lanes(cols - c);
-    const __m512 x0 = _mm512_maskz_loadu_ps(m, x + c);
-    for (int r = 0; r < R; ++r) acc0[r] = _mm512_fmadd_ps(load_q16(q + size_t(r) * row_step + c, m), x0, acc0[r]);
-  }
-  for (int r = 0; r < R; ++r)
-    y[r * y_step] = scale[r * y_step] * _mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r]));
+constexpr int kMaxDotTokens = avx512_impl::kMaxDotTokens;
+
+// y[t, r] = scale[r] * sum_c Q[r, c] x[t, c] for M in [1, kMaxDotTokens] tokens.
+inline void dot_rows_tokens(const int8_t* q, const float* scale, size_t ld, const float* x, size_t ldx, float* y,
+                            size_t ldy, int M, int rows, int cols) {
+  avx512_impl::dot_rows_tokens<Int8Dot>(q, ld, x, ldx, y, ldy, M, rows, cols);
+  for (int t = 0; t < M; ++t)
+    for (int r = 0; r < rows; ++r) y[size_t(t) * ldy + r] *= scale[r];
 }
 
 inline void matvec(const int8_t* q, const float* scale, size_t ld, const float* x, float* y, int rows, int cols) {
-  constexpr int R = 4;  // row streams per block, as the bf16 decode kernel
-  for_row_streams<R>(
-      rows,
-      [&](int i, int n) {
-        dot_rows<R>(q + size_t(i) * ld, scale + i, size_t(n) * ld, kStreamPrefetchBytes, x, y + i, size_t(n), cols);
-      },
-      [&](int r) { dot_rows<1>(q + size_t(r) * ld, scale + r, ld, ld, x, y + r, 1, cols); });
-}
-
-// ---- batched decode: one row x T tokens (T <= kMaxDotTokens) ---------------------------------------------------
-// Each weight vector is converted once and used for all T tokens (the conversion, not the FMA, is the costly part
-// of an int8 step); token t's accumulators see exactly the FMAs of dot_rows<R> for that token alone (acc0/acc1 in the
-// same column order, the same masked tail, the same final sum and scale), so a batched row equals the lone matvec
-// bitwise and an int8 engine's greedy output does not depend on what a request is batched with. 2T accumulators +
-// 4 weight vectors, activations as memory operands: 20 zmm at T = 8.
-constexpr int kMaxDotTokens = 8;
-
-template <int T>
-inline void dot_row_tokens(const int8_t* row, float scale, size_t ld, const float* x, size_t ldx, float* y,
-                           size_t ldy, int cols) {
-  __m512 acc0[T], acc1[T];
-  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm512_setzero_ps();
-  int c = 0;
-  for (; c + 64 <= cols; c += 64) {
-    // The next row's same line, into L1: with MI_TUNE_DOT_PREFETCH's L2 hint this kernel ran 86-87 -> 92-96 ms per
-    // B = 8 step of the 0.6B engine (AMD Zen 4); the lone decode above takes the L2 hint (within that host's noise:
-    // 17-23 against 20-31 ms per step).
-    _mm_prefetch(reinterpret_cast<const char*>(row + ld + c), _MM_HINT_T0);
-    const __m512 w0 = load_q16(row + c), w1 = load_q16(row + c + 16), w2 = load_q16(row + c + 32),
-                 w3 = load_q16(row + c + 48);
-    for (int t = 0; t < T; ++t) {
-      const float* xt = x + size_t(t) * ldx + c;
-      acc0[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xt), acc0[t]);
-      acc1[t] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xt + 16), acc1[t]);
-      acc0[t] = _mm512_fmadd_ps(w2, _mm512_loadu_ps(xt + 32), acc0[t]);
-      acc1[t] = _mm512_fmadd_ps(w3, _mm512_loadu_ps(xt + 48), acc1[t]);
-    }
-  }
-  for (; c < cols; c += 16) {  // at most three masked steps
-    const __mmask16 m = lanes(cols - c);
-    const __m512 w0 = load_q16(row + c, m);
-    for (int t = 0; t < T; ++t)
-      acc0[t] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(m, x + size_t(t) * ldx + c), acc0[t]);
-  }
-  for (int t = 0; t < T; ++t) y[size_t(t) * ldy] = scale * _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t]));
-}
-
-template <int T>
-inline void dot_rows_tokens(const int8_t* q, const float* scale, size_t ld, const float* x, size_t ldx, float* y,
-                            size_t ldy, int rows, int cols) {
-  for (int r = 0; r < rows; ++r) dot_row_tokens<T>(q + size_t(r) * ld, scale[r], ld, x, ldx, y + r, ldy, cols);
+  dot_rows_tokens(q, scale, ld, x, 0, y, 0, 1, rows, cols);
 }
 
 // ---- prefill (M > kMaxDotTokens) ----------------------------------------------------------------------------
@@ -167,17 +117,8 @@ inline void block_rows(const float* w, const float* x, size_t ldx, float* y, siz
 
 inline void matmul(const int8_t* q, const float* scale, size_t ld, const float* x, size_t ldx, float* y, size_t ldy,
                    int M, int rows, int cols) {
-  switch (M) {
-    case 1: return matvec(q, scale, ld, x, y, rows, cols);
-    case 2: return dot_rows_tokens<2>(q, scale, ld, x, ldx, y, ldy, rows, cols);
-    case 3: return dot_rows_tokens<3>(q, scale, ld, x, ldx, y, ldy, rows, cols);
-    case 4: return dot_rows_tokens<4>(q, scale, ld, x, ldx, y, ldy, rows, cols);
-    case 5: return dot_rows_tokens<5>(q, scale, ld, x, ldx, y, ldy, rows, cols);
-    case 6: return dot_rows_tokens<6>(q, scale, ld, x, ldx, y, ldy, rows, cols);
-    case 7: return dot_rows_tokens<7>(q, scale, ld, x, ldx, y, ldy, rows, cols);
-    case 8: return dot_rows_tokens<8>(q, scale, ld, x, ldx, y, ldy, rows, cols);
-    default: break;
-  }
+  if (M <= 0 || rows <= 0) return;
+  if (M <= kMaxDotTokens) return dot_rows_tokens(q, scale, ld, x, ldx, y, ldy, M, rows, cols);
   if (cols <= 0) {
     for (int m = 0; m < M; ++m)
       for (int r = 0; r < rows; ++r) y[size_t(m) * ldy + r] = 0.0f;
