@@ -44,8 +44,8 @@ inline __m512 load_q16(const int8_t* p, __mmask16 m) {
 // at 8 tokens, every converted weight vector used for all T tokens), their prefetch (MI_TUNE_DOT_PREFETCH) and
 // their contract: each token's row of a batched step equals its lone matvec bitwise, so an int8 engine's greedy
 // output does not depend on what a request is batched with. (Before, the batched kernel walked one row x T tokens
-// with two accumulators each: an 8-token step of the 0.6B engine took 84-93 ms on AMD Zen 4, slower than the bf16
-// fast engine's 56-59.)
+// with two accumulators each: an 8-token step of the 0.6B engine took 113-114 ms on AMD Zen 4 against 85-92 now;
+// the conversion still keeps it slower than the bf16 fast engine's 56-59.)
 struct Int8Dot {
   using W = int8_t;
   using X = float;
@@ -66,6 +66,8 @@ constexpr int kMaxDotTokens = avx512_impl::kMaxDotTokens;
 // y[t, r] = scale[r] * sum_c Q[r, c] x[t, c] for M in [1, kMaxDotTokens] tokens.
 inline void dot_rows_tokens(const int8_t* q, const float* scale, size_t ld, const float* x, size_t ldx, float* y,
                             size_t ldy, int M, int rows, int cols) {
+  if (M <= 0 || rows <= 0) return;
+  if (cols <= 0) return avx512_impl::zero_outputs(y, ldy, M, rows);  // an empty sum; the dot forms expect columns
   avx512_impl::dot_rows_tokens<Int8Dot>(q, ld, x, ldx, y, ldy, M, rows, cols);
   for (int t = 0; t < M; ++t)
     for (int r = 0; r < rows; ++r) y[size_t(t) * ldy + r] *= scale[r];
@@ -118,12 +120,8 @@ inline void block_rows(const float* w, const float* x, size_t ldx, float* y, siz
 inline void matmul(const int8_t* q, const float* scale, size_t ld, const float* x, size_t ldx, float* y, size_t ldy,
                    int M, int rows, int cols) {
   if (M <= 0 || rows <= 0) return;
+  if (cols <= 0) return avx512_impl::zero_outputs(y, ldy, M, rows);
   if (M <= kMaxDotTokens) return dot_rows_tokens(q, scale, ld, x, ldx, y, ldy, M, rows, cols);
-  if (cols <= 0) {
-    for (int m = 0; m < M; ++m)
-      for (int r = 0; r < rows; ++r) y[size_t(m) * ldy + r] = 0.0f;
-    return;
-  }
   // 16-row strips: the widened column block (16 x kKC f32 = 32 KiB) stays in L1 across all tokens.
   constexpr int kStrip = 16;
   alignas(64) float widened[kStrip * kKC];

@@ -121,6 +121,27 @@ TYPED_TEST(Int8Test, FewTokensEqualMatvecPerTokenBitwise) {
       }
 }
 
+// No columns: every output row is an empty sum, 0, at every token count (the dot forms and the prefill kernel);
+// rows past `rows` in each token's output row are left alone.
+TYPED_TEST(Int8Test, ZeroColumnsGiveZero) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
+  const int8_t q[1] = {0};
+  const std::vector<float> scale(40, 1.0f);  // 1, not 0: a row left unwritten would keep its 3
+  const float x[1] = {0.0f};
+  for (int M = 1; M <= 9; ++M)
+    for (int rows : {1, 5, 40}) {
+      const std::size_t ldy = std::size_t(rows) + 2;
+      std::vector<float> y(std::size_t(M) * ldy, 3.0f);
+      if (M == 1) K::matvec(q, scale.data(), 0, x, y.data(), rows, 0);
+      else K::matmul(q, scale.data(), 0, x, 0, y.data(), ldy, M, rows, 0);
+      for (int m = 0; m < M; ++m)
+        for (std::size_t r = 0; r < ldy; ++r)
+          ASSERT_EQ(y[std::size_t(m) * ldy + r], int(r) < rows ? 0.0f : 3.0f)
+              << K::name << " M=" << M << " rows=" << rows << " m=" << m << " r=" << r;
+    }
+}
+
 // The oracle itself: scale * (f32 sum) against the exact (double) value of scale * sum q*x.
 TEST(Int8Scalar, MatvecIsScaleTimesSum) {
   const int rows = 7, cols = 300;
