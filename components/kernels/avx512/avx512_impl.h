@@ -40,6 +40,13 @@ inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 inline __m512 load16(const bf16_t* p) { return widen_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 inline __m512 load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 inline __m512 load16(const bf16_t* p, __mmask16 m) { return widen_bf16(_mm256_maskz_loadu_epi16(m, p)); }
+// int8 -> f32 is exact: sign-extend to 32 bits (VPMOVSXBD), convert (VCVTDQ2PS). Masked-off bytes are not read.
+inline __m512 load16(const int8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+inline __m512 load16(const int8_t* p, __mmask16 m) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
+}
 
 // Lanes [0, n) set, n clamped to [0, 16].
 inline __mmask16 mask16(int n) {
@@ -138,9 +145,11 @@ inline void dot_block(const typename Ops::W* w, size_t row_step, std::ptrdiff_t 
   for (; c + 2 * S <= c_end; c += 2 * S) {
     // Every line of the next 2 steps: 64 bytes per row for FMA's 16 bf16 columns per step, 128 for VDPBF16PS's 32
     // and for f32 weights (one prefetch per row per 2 steps covered only half of those lines).
+    // int8 weights: 2 steps are half a line, so every other iteration (c_begin is 0 or a multiple of 512).
     constexpr int kLine = 64 / int(sizeof(typename Ops::W));
-    for (int l = 0; l < 2 * S; l += kLine)
-      for (int r = 0; r < R; ++r) prefetch_weights(w + r * row_step + ahead + c + l);
+    if (kLine <= 2 * S || c % kLine == 0)
+      for (int l = 0; l < 2 * S; l += kLine)
+        for (int r = 0; r < R; ++r) prefetch_weights(w + r * row_step + ahead + c + l);
     for (int h = 0; h < 2 * S; h += S) {
       typename Ops::Wv wv[R];
       for (int r = 0; r < R; ++r) wv[r] = Ops::load_w(w + r * row_step + c + h);

@@ -27,15 +27,9 @@ namespace avx512_int8 {
 
 using std::size_t;
 
-inline __mmask16 lanes(int n) { return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u); }
-
-// 16 int8 -> 16 f32 (exact).
-inline __m512 load_q16(const int8_t* p) {
-  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-}
-inline __m512 load_q16(const int8_t* p, __mmask16 m) {
-  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
-}
+// The loads (avx512_impl::load16 for int8: 16 int8 -> 16 f32, exact) and masks are the bf16 kernels'.
+using avx512_impl::load16;
+using avx512_impl::mask16;
 
 // ---- decode and batched decode (1..kMaxDotTokens tokens) -----------------------------------------------------
 // The dot forms of avx512_impl.h with an int8 step: the weights of one 16-column step sign-extended and converted
@@ -46,20 +40,7 @@ inline __m512 load_q16(const int8_t* p, __mmask16 m) {
 // output does not depend on what a request is batched with. (Before, the batched kernel walked one row x T tokens
 // with two accumulators each: an 8-token step of the 0.6B engine took 113-114 ms on AMD Zen 4 against 85-92 now;
 // the conversion still keeps it slower than the bf16 fast engine's 56-59.)
-struct Int8Dot {
-  using W = int8_t;
-  using X = float;
-  using Wv = __m512;
-  using Xv = __m512;
-  using Mask = __mmask16;
-  static constexpr int kStep = 16;
-  static Mask mask(int n) { return lanes(n); }
-  static Wv load_w(const W* p) { return load_q16(p); }
-  static Wv load_w(const W* p, Mask m) { return load_q16(p, m); }
-  static Xv load_x(const X* p) { return _mm512_loadu_ps(p); }
-  static Xv load_x(const X* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
-  static __m512 step(__m512 acc, Wv w, Xv x) { return _mm512_fmadd_ps(w, x, acc); }
-};
+using Int8Dot = avx512_impl::FmaDot<int8_t>;
 
 constexpr int kMaxDotTokens = avx512_impl::kMaxDotTokens;
 
@@ -92,7 +73,7 @@ inline void block(const float* w, const float* x, size_t ldx, float* y, size_t l
   for (int t = 0; t < T; ++t)
     for (int r = 0; r < R; ++r) acc[t][r] = _mm512_setzero_ps();
   for (int c = c0; c < c1; c += 16) {
-    const __mmask16 m = lanes(c1 - c);
+    const __mmask16 m = mask16(c1 - c);
     __m512 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x + size_t(t) * ldx + c);
     for (int r = 0; r < R; ++r) {
@@ -132,7 +113,7 @@ inline void matmul(const int8_t* q, const float* scale, size_t ld, const float* 
       const int c1 = cols - c0 < kKC ? cols : c0 + kKC;
       for (int r = 0; r < nr; ++r)
         for (int c = c0; c < c1; c += 16)
-          _mm512_mask_storeu_ps(widened + size_t(r) * kKC + (c - c0), lanes(c1 - c), load_q16(qs + size_t(r) * ld + c, lanes(c1 - c)));
+          _mm512_mask_storeu_ps(widened + size_t(r) * kKC + (c - c0), mask16(c1 - c), load16(qs + size_t(r) * ld + c, mask16(c1 - c)));
       int m = 0;
       for (; m + 4 <= M; m += 4)
         block_rows<4>(widened, x + size_t(m) * ldx, ldx, y + size_t(m) * ldy + r0, ldy, nr, c0, c1, c0 == 0);
