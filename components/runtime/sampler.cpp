@@ -67,7 +67,45 @@ Sampler::Sampler(const SamplingParams& params, int vocab_size)
   seen_.assign(std::size_t(vocab_size), 0);
 }
 
+namespace {
+// Greedy choice straight from the logits (no penalty to apply): one pass for the largest value that also notes
+// whether any logit is NaN or +inf (both fail `x < +inf`), kept in kLanes independent running maxima so that the
+// compiler vectorises it; then the first id holding that value (the lowest id on ties). -1 when a logit is bad, so
+// that the caller's checking path names it. A served batch samples every sequence on the loop thread between
+// decode passes: the plain loop took ~0.3 ms per 151936-entry row (2.4 ms of a batch-8 step, issue 10).
+int32_t greedy_from_logits(std::span<const float> logits) {
+  constexpr std::size_t kLanes = 16;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const std::size_t n = logits.size();
+  float lane_max[kLanes];
+  std::fill(lane_max, lane_max + kLanes, -kInf);
+  int bad = 0;
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t j = 0; j < kLanes; ++j) {
+      const float x = logits[i + j];
+      bad |= int(!(x < kInf));
+      lane_max[j] = x > lane_max[j] ? x : lane_max[j];
+    }
+  for (; i < n; ++i) {
+    const float x = logits[i];
+    bad |= int(!(x < kInf));
+    lane_max[0] = x > lane_max[0] ? x : lane_max[0];
+  }
+  if (bad) return -1;
+  const float best = *std::max_element(lane_max, lane_max + kLanes);
+  return int32_t(std::find(logits.begin(), logits.end(), best) - logits.begin());
+}
+}  // namespace
+
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  if (params_.temperature == 0.0f && params_.repetition_penalty == 1.0f && logits.size() == std::size_t(vocab_size_)) {
+    bool history_ok = true;
+    for (const int32_t id : history) history_ok &= id >= 0 && id < vocab_size_;
+    const int32_t token = history_ok ? greedy_from_logits(logits) : -1;
+    if (token >= 0 && logits[std::size_t(token)] != -std::numeric_limits<float>::infinity()) return token;
+    // A bad logit or history id, or every logit -inf: the checking path below fails with the message naming it.
+  }
   load_penalized(logits, history);
   if (params_.temperature == 0.0f) return argmax();
   return draw();

@@ -50,6 +50,41 @@ TEST(Sampler, GreedyTieGoesToTheLowestId) {
   EXPECT_EQ(s.sample(std::vector<float>{7, 7, 7, 7, 7}, {}), 0);
 }
 
+// A vocabulary of many SIMD widths with a ragged tail: the greedy scan keeps running maxima in lanes, so the
+// largest value, its ties in other lanes and in the tail, and a bad value anywhere must all be found.
+TEST(Sampler, GreedyOverALargeVocabularyFindsTheFirstMaximumAndEveryBadLogit) {
+  constexpr int kVocab = 1000 + 7;
+  std::vector<float> logits(kVocab);
+  for (int i = 0; i < kVocab; ++i) logits[std::size_t(i)] = float((i * 37) % 101) * 0.01f - 1.0f;
+  Sampler s(sampling(0), kVocab);
+  for (const int at : {0, 15, 16, 517, 998, 1000, 1006}) {
+    std::vector<float> l = logits;
+    l[std::size_t(at)] = 5.0f;
+    EXPECT_EQ(s.sample(l, {}), at);
+    if (at + 19 < kVocab) {
+      l[std::size_t(at + 19)] = 5.0f;  // a tie in another lane: the lower id wins
+      EXPECT_EQ(s.sample(l, {}), at);
+    }
+    if (at > 3) {
+      l[std::size_t(at - 3)] = 5.0f;
+      EXPECT_EQ(s.sample(l, {}), at - 3);
+    }
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (const int at : {0, 17, 640, 1001, 1006})
+    for (const float bad : {nan, inf}) {
+      std::vector<float> l = logits;
+      l[std::size_t(at)] = bad;
+      EXPECT_THROW(s.sample(l, {}), mi::Error) << "logit " << at << " = " << bad;
+    }
+  EXPECT_THROW(s.sample(std::vector<float>(kVocab, -inf), {}), mi::Error);
+  EXPECT_THROW(s.sample(logits, std::vector<int32_t>{4, -1, 7}), mi::Error);
+  EXPECT_THROW(s.sample(logits, std::vector<int32_t>{kVocab}), mi::Error);
+  std::vector<float> one_finite(kVocab, -inf);
+  one_finite[1003] = -1e38f;
+  EXPECT_EQ(s.sample(one_finite, {}), 1003);
+}
+
 TEST(Sampler, GreedyDoesNotDependOnSeed) {
   const std::vector<float> logits{0.3f, 0.2f, 0.9f, 0.1f};
   for (uint64_t seed : {0ull, 1ull, 12345ull}) {
