@@ -455,7 +455,7 @@ void Avx2::axpy(float a, const float* x, float* y, int n) {
 namespace {
 constexpr std::size_t kKvPrefetchBytes = 8192;
 inline void prefetch_kv(const float* row) {
-  _mm_prefetch(reinterpret_cast<const char*>(row) + kKvPrefetchBytes, _MM_HINT_T1);
+  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(row) + kKvPrefetchBytes), _MM_HINT_T1);
 }
 }  // namespace
 
@@ -491,6 +491,7 @@ void Avx2::attention_scores(const float* q, const float* k, std::size_t ldk, int
   for (; j < n; ++j) {
     const float* kj = k + size_t(j) * ldk;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int i = 0; i < d; i += 16) prefetch_kv(kj + i);
     for (int i = 0; i < d16; i += 16) {
       acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kj + i), acc0);
       acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(kj + i + 8), acc1);
