@@ -51,9 +51,12 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
   // whose weight streams evict the TLB, and a KV block's runs then start with page walks: with 4 KiB pages each 8 KiB
   // head span costs two. Measured on AMD Zen 4 (2 threads, Qwen3-0.6B KV shape, 32 MB read between layers as the
   // linears do, medians): one sequence at 256 positions 3.9-4.0 -> 3.2-3.5 ms per step, 8 sequences at 128
-  // positions 12.5-13.6 -> 10.5-10.9 ms (experience OPT-019). The pages are still touched only when a block is
-  // first written, so the resident memory stays what the sequences use (rounded to 2 MiB).
+  // positions 12.5-13.6 -> 10.5-10.9 ms (experience OPT-019). Memory still becomes resident only where a block is
+  // first written, but in whole 2 MiB extents (a partly filled block may cost up to half a block more than with
+  // 4 KiB pages).
+#ifdef MADV_HUGEPAGE
   madvise(mapped, bytes, MADV_HUGEPAGE);
+#endif
   storage_ = std::unique_ptr<float[], UnmapCache>(static_cast<float*>(mapped), UnmapCache{bytes});
 
   sequences_.resize(std::size_t(shape.max_sequences));

@@ -486,6 +486,8 @@ void Avx2::attention_scores(const float* q, const float* k, std::size_t ldk, int
         acc1[r] = _mm256_fmadd_ps(q1, _mm256_loadu_ps(kj + r * ldk + i + 8), acc1[r]);
       }
     }
+    if (d16 < d)  // the rows' last line, read by key_score
+      for (int r = 0; r < 4; ++r) prefetch_kv(kj + r * ldk + d16);
     for (int r = 0; r < 4; ++r) s[j + r] = key_score(q, kj + r * ldk, d16, d, acc0[r], acc1[r], scale);
   }
   for (; j < n; ++j) {
@@ -516,7 +518,11 @@ void Avx2::attention_values(const float* p, const float* v, std::size_t ldv, int
     for (int c = 0; c < 8; ++c) _mm256_storeu_ps(out + c0 + 8 * c, acc[c]);
   }
   if (c0 < d)
-    for (int j = 0; j < n; ++j) axpy(p[j], v + size_t(j) * ldv + c0, out + c0, d - c0);
+    for (int j = 0; j < n; ++j) {
+      if (c0 == 0)  // d < 64: no pass above prefetched the row
+        for (int i = 0; i < d; i += 16) prefetch_kv(v + size_t(j) * ldv + i);
+      axpy(p[j], v + size_t(j) * ldv + c0, out + c0, d - c0);
+    }
 }
 
 void Avx2::add(const float* x, float* y, int n) {
