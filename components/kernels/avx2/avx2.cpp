@@ -450,15 +450,6 @@ void Avx2::axpy(float a, const float* x, float* y, int n) {
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
-// The attention kernels prefetch every key and value line they read 8 KiB ahead into L2, as the AVX-512 ones do
-// (kernels/avx512/avx512_impl.h kKvPrefetchBytes, experience OPT-018).
-namespace {
-constexpr std::size_t kKvPrefetchBytes = 8192;
-inline void prefetch_kv(const float* row) {
-  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(row) + kKvPrefetchBytes), _MM_HINT_T1);
-}
-}  // namespace
-
 // Scores: the dot product inlined per key (two accumulators, one horizontal sum per key), four keys at a time so
 // that eight independent FMA chains hide the FMA latency (one key's two chains left the loop latency-bound: 7.0 vs
 // 9.5 ns per 128-dim key, AMD EPYC Zen 3, L1-resident, under load). Each key's arithmetic is the one-key loop's, in

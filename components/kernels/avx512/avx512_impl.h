@@ -499,21 +499,6 @@ inline float dot(const float* a, const float* b, int n) {
   return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 
-// How far ahead the attention kernels prefetch the key and value rows they stream, into L2 (PREFETCHT1; one
-// prefetch per cache line read, kKvPrefetchBytes further on). A decode step reads each head's keys and values once,
-// in runs of a KV block (16 positions x head_dim f32 = 8 KiB per head for Qwen3-0.6B) that the hardware prefetchers
-// pick up too late, and the 16-row column walk of the scores kernel hides the stream from them. Measured on AMD
-// Zen 4 (EPYC, 2 threads, the Qwen3-0.6B KV shape: 28 layers x 8 KV heads x 128, f32, blocks of 16 positions, one
-// decode query per head pair, medians of 40 steps): 256 positions 4.0-5.2 -> 2.1-2.8 ms (14 -> 21-27 GB/s), 1024
-// positions 16.9 -> 11.6 ms; 2 KiB ahead gave 3.8-4.5 ms, 4 KiB 3.2-3.3, 16 KiB 2.8-3.0, PREFETCHT0 at 8 KiB 3.7-3.9.
-// With head_dim 128 the distance is one span: the keys of the next head of the block (or what follows them in the
-// cache, runtime/kv_cache.h, or past its mapping: PREFETCHh never faults). The address is formed as an integer, so
-// no pointer is taken past its allocation.
-constexpr size_t kKvPrefetchBytes = 8192;
-inline void prefetch_kv(const float* row) {
-  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(row) + kKvPrefetchBytes), _MM_HINT_T1);
-}
-
 // Attention scores, 16 keys at a time: one accumulator per key over the head dimension, then a 16x16 transpose turns
 // the 16 partial-sum vectors into one vector of 16 scores - one horizontal reduction per 16 keys instead of one per
 // key. Head dims that are a multiple of 16 up to 256 (64, 128, 256 in practice) take a form whose chunk count is a
