@@ -448,7 +448,8 @@ BenchJob prepare_bench(const EngineInfo& info, const CommandLine& cl) {
   try {
     const io::ModelConfig c = io::load_model_config(o.model_dir);
     job.cost = {c.vocab_size, c.hidden_size, c.intermediate_size, c.num_hidden_layers, c.num_attention_heads,
-                c.num_key_value_heads, c.head_dim, OpCostModel::bytes_per_weight(info.weight_dtype)};
+                c.num_key_value_heads, c.head_dim, OpCostModel::bytes_per_weight(info.weight_dtype),
+                o.mode == "fast" && info.bf16_kv_in_fast ? 2.0 : 4.0};  // the KV cache's element (runtime.kv_dtype)
   } catch (const Error& e) {
     throw UsageError(e.what());
   }

@@ -70,6 +70,7 @@ struct EngineInfo {
   int chunked_prefill = 0;
   int vocab_size = 0;  // 0 = unknown until the model is loaded
   bool fast_numerics_default = false;
+  bool bf16_kv_in_fast = false;  // runtime.kv_dtype = "bf16": fast numerics caches keys and values as bf16
   std::string weight_dtype;  // "bf16", "f32", ... (bench --profile counts weight bytes by it)
 };
 

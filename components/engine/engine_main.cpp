@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   info.chunked_prefill = cfg::kChunkedPrefill;
   info.vocab_size = cfg::kVocabSize;
   info.fast_numerics_default = cfg::kFastNumericsDefault;
+  info.bf16_kv_in_fast = cfg::kBf16KvInFast;
   info.weight_dtype = cfg::kWeightDtype;
   const int status = mi::engine::run_engine_cli<engine::Model, engine::ExtraCommands, engine::ChatCommands>(info, argc, argv);
   // run_engine_cli reported a failed stdout already when status != 0; this catches what only the final flush sees.

@@ -3,7 +3,8 @@
 //   weights: every element of the op's matrices once per call (bf16 2 bytes, f32 4, int8 1; an unknown dtype
 //            counts 0 and the report says so); activations f32 read and written once.
 //   attention: the cached keys and values of every position attended, once per KV head (a GQA group shares them;
-//            reading them again per query head is a loss the profile shows), plus the new rows stored; FLOPs
+//            reading them again per query head is a loss the profile shows), plus the new rows stored, at the
+//            cache's element size (f32 4 bytes; bf16 2 in fast numerics with runtime.kv_dtype = "bf16"); FLOPs
 //            4 x head_dim per (query head, attended position): q.k and p.v.
 //   FLOPs: 2 per multiply-add; norms, rotary, residual and softmax counted with a small constant per element.
 // A step is T new tokens at positions [start, start + T); `rows` is how many rows reach the final norm and LM head.
@@ -21,6 +22,7 @@ struct OpCost {
 struct OpCostModel {
   int vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
   double weight_bytes = 0;  // per weight element; 0 when the dtype is not known here
+  double kv_bytes = 4;      // per cached key / value element: 4 (f32) or 2 (bf16: fast numerics, runtime.kv_dtype)
 
   static double bytes_per_weight(const std::string& dtype) {
     if (dtype == "bf16" || dtype == "f16") return 2;
@@ -41,7 +43,8 @@ struct OpCostModel {
     if (op == "rope") return {2 * t * (Q + KV) * A, 3 * t * (Q + KV)};
     if (op == "attention") {
       const double attended = t * start + t * (t + 1) / 2;  // sum over new tokens of the positions each sees
-      return {double(start + T) * 2 * KV * A + t * 2 * KV * A + 2 * t * Q * A, 4 * head_dim * double(heads) * attended};
+      return {double(start + T) * 2 * KV * kv_bytes + t * 2 * KV * (A + kv_bytes) + 2 * t * Q * A,
+              4 * head_dim * double(heads) * attended};
     }
     if (op == "o_proj") return {Q * H * W + t * (Q + H) * A, 2 * t * Q * H};
     if (op == "residual_add") return {3 * t * H * A, t * H};

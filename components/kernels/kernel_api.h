@@ -43,12 +43,18 @@
   static float dot(const float* a, const float* b, int n);                                                        \
   /* y[i] += a * x[i] */                                                                                          \
   static void axpy(float a, const float* x, float* y, int n);                                                     \
-  /* attention over one head, keys/values contiguous rows (stride ldk / ldv floats), d = head_dim:              \
+  /* attention over one head, keys/values contiguous rows (stride ldk / ldv elements), d = head_dim:            \
      s[j] = scale * sum_i q[i] * k[j*ldk + i] for j < n */                                                      \
   static void attention_scores(const float* q, const float* k, std::size_t ldk, int n, int d, float scale,      \
                                float* s);                                                                       \
   /* out[i] += sum_j p[j] * v[j*ldv + i] for i < d */                                                            \
   static void attention_values(const float* p, const float* v, std::size_t ldv, int n, int d, float* out);     \
+  /* the same over a bf16 KV cache (fast numerics): each key / value widened to f32 exactly, then the f32        \
+     kernel's operations in its order, so the result equals the f32 kernel on the widened rows bitwise */        \
+  static void attention_scores(const float* q, const ::mi::bf16_t* k, std::size_t ldk, int n, int d,            \
+                               float scale, float* s);                                                          \
+  static void attention_values(const float* p, const ::mi::bf16_t* v, std::size_t ldv, int n, int d,            \
+                               float* out);                                                                     \
   /* y[i] += x[i] */                                                                                              \
   static void add(const float* x, float* y, int n);                                                               \
   /* y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]   (HF LlamaRMSNorm / Qwen3RMSNorm, computed in f32) */            \

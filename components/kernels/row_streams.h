@@ -46,7 +46,7 @@ inline void prefetch_weights(const void* p) {
 // no pointer is taken past its allocation.
 constexpr std::size_t kKvPrefetchBytes = 8192;
 namespace {  // internal linkage, as prefetch_weights
-inline void prefetch_kv(const float* row) {
+inline void prefetch_kv(const void* row) {
   _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(row) + kKvPrefetchBytes), _MM_HINT_T1);
 }
 }  // namespace

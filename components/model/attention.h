@@ -5,17 +5,29 @@
 // keys/values must already be in the cache (store_kv) - so query t sees positions [0, first_position + t].
 // Query head h reads KV head h / (heads / kv_heads). Scores are q.k / sqrt(head_dim) in f32, softmax in f32
 // (max-subtracted), output = sum_j p_j v_j - the eager attention of the f32 reference.
+//
+// Keys and values are cached as E: float, or bf16_t in fast numerics when runtime.kv_dtype = "bf16" (KvElement; the
+// cache's dtype must match, else mi::Error). bf16 rows are rounded once when stored (round-to-nearest-even, K::to_bf16) and
+// widened exactly when read, so scores, softmax and value sums stay f32; ckb/contracts/kv_cache.toml states the
+// accuracy. Every function below is templated on E and walks the cache the same way for both.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
 
+#include "common/bf16.h"
 #include "common/error.h"
+#include "model/linear.h"
 #include "runtime/kv_cache.h"
 #include "runtime/thread_pool.h"
 
 namespace mi::model {
+
+// The bf16 KV cache's element in numerics N (runtime.kv_dtype = "bf16"): fast stores bf16 keys and values, precise
+// keeps f32. An engine with kv_dtype = "f32" caches f32 in both.
+template <Numerics N>
+using KvElement = std::conditional_t<N == Numerics::precise, float, bf16_t>;
 
 struct AttentionDims {
   int heads = 0;
@@ -23,16 +35,22 @@ struct AttentionDims {
   int head_dim = 0;
 };
 
-// Copies the new tokens' keys and values into the cache at positions [first_position, first_position + T).
+// Stores the new tokens' keys and values in the cache at positions [first_position, first_position + T): copied
+// (E = float) or rounded to bf16 (E = bf16_t).
 //   k, v [T, kv_heads * head_dim] (row stride kv_heads * head_dim); the positions must be appended already.
-inline void store_kv(runtime::KvCache& cache, int seq, int layer, int first_position, int T, const float* k,
-                     const float* v, int kv_heads, int head_dim) {
+template <class K, class E = float>
+void store_kv(runtime::KvCache& cache, int seq, int layer, int first_position, int T, const float* k, const float* v,
+              int kv_heads, int head_dim) {
   const std::size_t row_floats = std::size_t(kv_heads) * std::size_t(head_dim);
+  const auto put = [&](const float* src, E* dst) {
+    if constexpr (std::is_same_v<E, float>) std::memcpy(dst, src, sizeof(float) * std::size_t(head_dim));
+    else K::to_bf16(src, dst, head_dim);
+  };
   for (int t = 0; t < T; ++t) {
     for (int h = 0; h < kv_heads; ++h) {
       const std::size_t offset = std::size_t(t) * row_floats + std::size_t(h) * head_dim;
-      std::memcpy(cache.key(seq, layer, h, first_position + t), k + offset, sizeof(float) * std::size_t(head_dim));
-      std::memcpy(cache.value(seq, layer, h, first_position + t), v + offset, sizeof(float) * std::size_t(head_dim));
+      put(k + offset, cache.key<E>(seq, layer, h, first_position + t));
+      put(v + offset, cache.value<E>(seq, layer, h, first_position + t));
     }
   }
 }
@@ -50,7 +68,7 @@ namespace detail {
 // walked once for all of them, every page of keys (then of values) used by every query while it sits in L1. Scores
 // of query i go to s + i * s_stride (softmax in place), its output to oi[i] [head_dim]. Each query's result is the
 // same sum in the same order as walking the cache for it alone.
-template <class K>
+template <class K, class E>
 void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, const float* const* qi,
                   float* const* oi, const int* len, int n_items, int head_dim, float scale, float* s,
                   std::size_t s_stride) {
@@ -58,7 +76,7 @@ void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, c
   for (int i = 0; i < n_items; ++i) longest = std::max(longest, len[i]);
   // The cache is paged: each span is one block's run of contiguous rows (row stride head_dim).
   for (int p = 0; p < longest;) {
-    const runtime::KvCache::HeadSpan span = cache.head_span(seq, layer, kv_h, p, longest);
+    const auto span = cache.head_span<E>(seq, layer, kv_h, p, longest);
     for (int i = 0; i < n_items; ++i)
       if (p < len[i])
         K::attention_scores(qi[i], span.keys, std::size_t(head_dim), std::min(span.tokens, len[i] - p), head_dim,
@@ -70,7 +88,7 @@ void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, c
     std::memset(oi[i], 0, sizeof(float) * std::size_t(head_dim));
   }
   for (int p = 0; p < longest;) {
-    const runtime::KvCache::HeadSpan span = cache.head_span(seq, layer, kv_h, p, longest);
+    const auto span = cache.head_span<E>(seq, layer, kv_h, p, longest);
     for (int i = 0; i < n_items; ++i)
       if (p < len[i])
         K::attention_values(s + std::size_t(i) * s_stride + p, span.values, std::size_t(head_dim),
@@ -86,9 +104,10 @@ void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, c
 // Zen 5, -O3): avx512bf16 29.5-30.6 GB/s with 1 KiB, 26.0-26.9 with the whole 8 KiB span, 26.0 with none;
 // avx2 22.7-24.0 vs 20.2-20.5 for the per-head walk without prefetch.
 constexpr std::size_t kSpanPrefetchBytes = 1024;
-inline void prefetch_span(const float* rows, int tokens, int head_dim) {
+template <class E>
+inline void prefetch_span(const E* rows, int tokens, int head_dim) {
   const char* p = reinterpret_cast<const char*>(rows);
-  const std::size_t bytes = std::min(kSpanPrefetchBytes, std::size_t(tokens) * std::size_t(head_dim) * sizeof(float));
+  const std::size_t bytes = std::min(kSpanPrefetchBytes, std::size_t(tokens) * std::size_t(head_dim) * sizeof(E));
   for (std::size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
 }
 
@@ -98,7 +117,7 @@ inline void prefetch_span(const float* rows, int tokens, int head_dim) {
 // on is prefetched (prefetch_span), then the head's queries use the current span. Scores go to s + i * s_stride
 // (i = (h - h0) * group + g). Every query's scores, softmax and value sum are the same operations in the same
 // order as attend_block walking its head alone, so the result does not depend on the range.
-template <class K>
+template <class K, class E>
 void attend_decode_heads(const runtime::KvCache& cache, int seq, int layer, int h0, int h1, int group,
                          const float* q, float* out, int len, int head_dim, float scale, float* s,
                          std::size_t s_stride) {
@@ -111,10 +130,10 @@ void attend_decode_heads(const runtime::KvCache& cache, int seq, int layer, int 
     for (int p = 0; p < len;) {
       int tokens = 0;
       for (int h = h0; h < h1; ++h) {
-        const runtime::KvCache::HeadSpan span = cache.head_span(seq, layer, h, p, len);
+        const auto span = cache.head_span<E>(seq, layer, h, p, len);
         tokens = span.tokens;
         if (p + tokens < len) {
-          const runtime::KvCache::HeadSpan next = cache.head_span(seq, layer, h, p + tokens, len);
+          const auto next = cache.head_span<E>(seq, layer, h, p + tokens, len);
           prefetch_span(values ? next.values : next.keys, next.tokens, head_dim);
         }
         use(h, values ? span.values : span.keys, p, tokens);
@@ -122,7 +141,7 @@ void attend_decode_heads(const runtime::KvCache& cache, int seq, int layer, int 
       p += tokens;
     }
   };
-  walk(false, [&](int h, const float* keys, int p, int tokens) {
+  walk(false, [&](int h, const E* keys, int p, int tokens) {
     for (int g = 0; g < group; ++g)
       K::attention_scores(q + row(h, g), keys, hd, tokens, head_dim, scale, scores_of(h, g) + p);
   });
@@ -131,7 +150,7 @@ void attend_decode_heads(const runtime::KvCache& cache, int seq, int layer, int 
       K::softmax(scores_of(h, g), len);
       std::memset(out + row(h, g), 0, sizeof(float) * hd);
     }
-  walk(true, [&](int h, const float* values, int p, int tokens) {
+  walk(true, [&](int h, const E* values, int p, int tokens) {
     for (int g = 0; g < group; ++g)
       K::attention_values(scores_of(h, g) + p, values, hd, tokens, head_dim, out + row(h, g));
   });
@@ -140,7 +159,7 @@ void attend_decode_heads(const runtime::KvCache& cache, int seq, int layer, int 
 // One decode token per sequence seqs[b] (row b of q / out): items (b, KV head) in b-major order, split across the
 // pool in contiguous chunks; a chunk's items of one sequence are walked together, kAttentionQueryBlock queries at a
 // time (attend_decode_heads). Groups larger than a walk split into several walks of one head's queries.
-template <class K>
+template <class K, class E>
 void decode_rows(runtime::ThreadPool& pool, const runtime::KvCache& cache, const int* seqs, int B, int layer,
                  const AttentionDims& dims, const float* q, float* out, float* scores) {
   const int heads = dims.heads, kv_heads = dims.kv_heads, head_dim = dims.head_dim;
@@ -158,7 +177,7 @@ void decode_rows(runtime::ThreadPool& pool, const runtime::KvCache& cache, const
       float* ob = out + std::size_t(b) * row_floats;
       const int n = cache.length(seqs[b]);
       if (group <= kAttentionQueryBlock) {
-        attend_decode_heads<K>(cache, seqs[b], layer, h0, h1, group, qb, ob, n, head_dim, scale, s, max_context);
+        attend_decode_heads<K, E>(cache, seqs[b], layer, h0, h1, group, qb, ob, n, head_dim, scale, s, max_context);
       } else {  // one head's queries, kAttentionQueryBlock at a time
         for (int g0 = 0; g0 < group; g0 += kAttentionQueryBlock) {
           const int count = std::min(kAttentionQueryBlock, group - g0);
@@ -171,7 +190,7 @@ void decode_rows(runtime::ThreadPool& pool, const runtime::KvCache& cache, const
             oi[i] = ob + h * head_dim;
             len[i] = n;
           }
-          attend_block<K>(cache, seqs[b], layer, h0, qi, oi, len, count, head_dim, scale, s, max_context);
+          attend_block<K, E>(cache, seqs[b], layer, h0, qi, oi, len, count, head_dim, scale, s, max_context);
         }
       }
       item += h1 - h0;
@@ -192,7 +211,7 @@ void decode_rows(runtime::ThreadPool& pool, const runtime::KvCache& cache, const
 // query's result is the same sum in the same order as the plain loop, so the blocking does not change the numbers.
 // A decode step (T = 1 at the cache's last position) is walked as decode_attention_batch walks one row: per thread a
 // range of KV heads, every block visited once with the next one prefetched (same numbers; detail::prefetch_span).
-template <class K>
+template <class K, class E = float>
 void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, int seq, int layer,
                       const AttentionDims& dims, const float* q, int T, int first_position, float* out,
                       float* scores) {
@@ -202,11 +221,14 @@ void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, 
   if (kv_heads != cache.shape().kv_heads || head_dim != cache.shape().head_dim)
     fail("attention: kv_heads ", kv_heads, " / head_dim ", head_dim, " do not match the KV cache (",
          cache.shape().kv_heads, " / ", cache.shape().head_dim, ")");
+  if (cache.dtype() != runtime::kv_dtype_of<E>())
+    fail("attention: the KV cache holds ", runtime::kv_dtype_name(cache.dtype()), " keys and values; this attention reads ",
+         runtime::kv_dtype_name(runtime::kv_dtype_of<E>()));
   if (first_position < 0 || T < 0 || first_position + T > cache.length(seq))
     fail("attention: positions [", first_position, ", ", first_position + T, ") are not in the KV cache (length ",
          cache.length(seq), ")");
   if (T == 1 && first_position + 1 == cache.length(seq))  // a decode step: the last position's query
-    return detail::decode_rows<K>(pool, cache, &seq, 1, layer, dims, q, out, scores);
+    return detail::decode_rows<K, E>(pool, cache, &seq, 1, layer, dims, q, out, scores);
   const int group = heads / kv_heads;
   const std::size_t row_floats = std::size_t(heads) * std::size_t(head_dim);
   const std::size_t max_context = std::size_t(cache.shape().max_context);
@@ -227,7 +249,7 @@ void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, 
         oi[i] = out + std::size_t(t) * row_floats + std::size_t(h) * head_dim;
         len[i] = first_position + t + 1;
       }
-      detail::attend_block<K>(cache, seq, layer, kv_h, qi, oi, len, b1 - b0, head_dim, scale, s, max_context);
+      detail::attend_block<K, E>(cache, seq, layer, kv_h, qi, oi, len, b1 - b0, head_dim, scale, s, max_context);
       b0 = b1;
     }
   });
@@ -238,7 +260,7 @@ void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, 
 // layer, not B; a thread walks the blocks of its KV heads of one sequence once for all their queries, prefetching
 // the next block (detail::decode_rows). Each row attends only to its own sequence's cache; the per-head arithmetic
 // is the one causal_attention does, so a row's output equals causal_attention over that sequence alone, bitwise.
-template <class K>
+template <class K, class E = float>
 void decode_attention_batch(runtime::ThreadPool& pool, const runtime::KvCache& cache, const int* seqs, int B,
                             int layer, const AttentionDims& dims, const float* q, float* out, float* scores) {
   const int heads = dims.heads, kv_heads = dims.kv_heads, head_dim = dims.head_dim;
@@ -247,9 +269,12 @@ void decode_attention_batch(runtime::ThreadPool& pool, const runtime::KvCache& c
   if (kv_heads != cache.shape().kv_heads || head_dim != cache.shape().head_dim)
     fail("attention: kv_heads ", kv_heads, " / head_dim ", head_dim, " do not match the KV cache (",
          cache.shape().kv_heads, " / ", cache.shape().head_dim, ")");
+  if (cache.dtype() != runtime::kv_dtype_of<E>())
+    fail("attention: the KV cache holds ", runtime::kv_dtype_name(cache.dtype()), " keys and values; this attention reads ",
+         runtime::kv_dtype_name(runtime::kv_dtype_of<E>()));
   for (int b = 0; b < B; ++b)
     if (cache.length(seqs[b]) < 1) fail("attention: sequence ", seqs[b], " (row ", b, ") has no token in the KV cache");
-  detail::decode_rows<K>(pool, cache, seqs, B, layer, dims, q, out, scores);
+  detail::decode_rows<K, E>(pool, cache, seqs, B, layer, dims, q, out, scores);
 }
 
 }  // namespace mi::model

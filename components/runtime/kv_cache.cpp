@@ -11,9 +11,11 @@
 
 namespace mi::runtime {
 
-void UnmapCache::operator()(float* p) const {
+void UnmapCache::operator()(std::byte* p) const {
   if (p) munmap(p, bytes);
 }
+
+const char* kv_dtype_name(KvDtype dtype) { return dtype == KvDtype::f32 ? "f32" : "bf16"; }
 
 KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
   auto require_positive = [](int v, const char* field) {
@@ -25,10 +27,13 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
   require_positive(shape.max_sequences, "max_sequences");
   require_positive(shape.max_context, "max_context");
   require_positive(shape.block_size, "block_size");
+  if (shape.dtype != KvDtype::f32 && shape.dtype != KvDtype::bf16)
+    fail("KvCache: field 'dtype': expected f32 or bf16, got enum value ", int(shape.dtype));
+  element_bytes_ = shape.dtype == KvDtype::f32 ? sizeof(float) : sizeof(bf16_t);
 
   blocks_per_sequence_ = (shape.max_context + shape.block_size - 1) / shape.block_size;
-  head_block_floats_ = std::size_t(shape.block_size) * std::size_t(shape.head_dim);
-  block_floats_ = std::size_t(shape.layers) * 2 * std::size_t(shape.kv_heads) * head_block_floats_;
+  head_block_elements_ = std::size_t(shape.block_size) * std::size_t(shape.head_dim);
+  block_elements_ = std::size_t(shape.layers) * 2 * std::size_t(shape.kv_heads) * head_block_elements_;
   const std::size_t worst_case = std::size_t(shape.max_sequences) * std::size_t(blocks_per_sequence_);
   if (shape.total_blocks < 0)
     fail("KvCache: field 'total_blocks' (runtime.kv_blocks): expected >= 0 (0 = max_sequences x max_context), got ",
@@ -39,11 +44,11 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
          blocks_per_sequence_);
   total_blocks_ = shape.total_blocks > 0 ? std::size_t(shape.total_blocks) : worst_case;
   if (total_blocks_ > std::size_t(std::numeric_limits<int>::max()) ||
-      block_floats_ > std::numeric_limits<std::size_t>::max() / sizeof(float) / total_blocks_)
+      block_elements_ > std::numeric_limits<std::size_t>::max() / element_bytes_ / total_blocks_)
     fail("KvCache: shape too large (", shape.max_sequences, " sequences x ", shape.max_context, " tokens x ",
          shape.layers, " layers x ", shape.kv_heads, " kv heads x ", shape.head_dim, " head_dim)");
-  storage_floats_ = block_floats_ * total_blocks_;
-  const std::size_t bytes = std::max<std::size_t>(storage_floats_ * sizeof(float), 1);
+  storage_elements_ = block_elements_ * total_blocks_;
+  const std::size_t bytes = std::max<std::size_t>(storage_elements_ * element_bytes_, 1);
   void* mapped = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mapped == MAP_FAILED)
     fail("KvCache: could not reserve ", bytes, " bytes for the cache (", std::strerror(errno), ")");
@@ -57,7 +62,7 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
 #ifdef MADV_HUGEPAGE
   madvise(mapped, bytes, MADV_HUGEPAGE);
 #endif
-  storage_ = std::unique_ptr<float[], UnmapCache>(static_cast<float*>(mapped), UnmapCache{bytes});
+  storage_ = std::unique_ptr<std::byte[], UnmapCache>(static_cast<std::byte*>(mapped), UnmapCache{bytes});
 
   sequences_.resize(std::size_t(shape.max_sequences));
   for (auto& s : sequences_) s.blocks.reserve(std::size_t(blocks_per_sequence_));
@@ -183,7 +188,7 @@ void KvCache::adopt_block(int seq, int physical_block) {
   s.length += shape_.block_size;
 }
 
-float* KvCache::row(int seq, int layer, int kind, int kv_head, int pos) const {
+std::byte* KvCache::row(int seq, int layer, int kind, int kv_head, int pos) const {
   const Sequence& s = checked(seq);
   if (layer < 0 || layer >= shape_.layers || kv_head < 0 || kv_head >= shape_.kv_heads || pos < 0 ||
       pos >= s.length)
@@ -193,16 +198,20 @@ float* KvCache::row(int seq, int layer, int kind, int kv_head, int pos) const {
   const int offset = pos % shape_.block_size;
   const std::size_t head_index = (std::size_t(layer) * 2 + std::size_t(kind)) * std::size_t(shape_.kv_heads) +
                                  std::size_t(kv_head);
-  return block_base(block) + head_index * head_block_floats_ + std::size_t(offset) * std::size_t(shape_.head_dim);
+  return block_base(block) +
+         (head_index * head_block_elements_ + std::size_t(offset) * std::size_t(shape_.head_dim)) * element_bytes_;
 }
 
-KvCache::HeadSpan KvCache::head_span(int seq, int layer, int kv_head, int pos, int end) const {
+void KvCache::wrong_element_type(KvDtype asked) const {
+  fail("KvCache: rows are ", kv_dtype_name(shape_.dtype), ", read as ", kv_dtype_name(asked));
+}
+
+int KvCache::span_tokens(int seq, int pos, int end) const {
   const Sequence& s = checked(seq);
   if (end > s.length || pos >= end)
     fail("KvCache: span [", pos, ", ", end, ") out of range for sequence ", seq, " of length ", s.length);
   const int block_end = (pos / shape_.block_size + 1) * shape_.block_size;
-  const int tokens = std::min(block_end, end) - pos;
-  return HeadSpan{row(seq, layer, 0, kv_head, pos), row(seq, layer, 1, kv_head, pos), pos, tokens};
+  return std::min(block_end, end) - pos;
 }
 
 }  // namespace mi::runtime

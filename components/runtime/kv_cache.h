@@ -1,12 +1,15 @@
-// The attention key/value cache: one f32 allocation made at construction, sized for
-// max_sequences x max_context tokens x layers x kv_heads x head_dim (keys and values), never grown.
+// The attention key/value cache: one allocation made at construction, sized for
+// max_sequences x max_context tokens x layers x kv_heads x head_dim (keys and values), never grown. Its elements
+// are f32 or bf16 (KvDtype, fixed at construction): precise numerics keep f32 keys and values, fast numerics store
+// them rounded to bf16 (round-to-nearest-even), half the bytes a decode step's attention reads (ckb/contracts/
+// kv_cache.toml states the accuracy; experience OPT-020 the measurement).
 //
 // Memory is organised in blocks of `block_size` token positions (paged-attention style). A block holds, for every
 // layer, the keys and the values of its block_size positions:
 //
-//   block [layers][2 (0 = key, 1 = value)][kv_heads][block_size][head_dim]   f32
+//   block [layers][2 (0 = key, 1 = value)][kv_heads][block_size][head_dim]   f32 | bf16
 //
-// so one head's keys of one block are contiguous rows of head_dim floats (what attention reads). Each sequence
+// so one head's keys of one block are contiguous rows of head_dim elements (what attention reads). Each sequence
 // has a block table (logical block i -> physical block), so the scheduler hands blocks out on demand; the pool
 // holds total_blocks blocks: by default max_sequences * ceil(max_context / block_size), so every sequence can always
 // reach max_context; fewer (runtime.kv_blocks, at least one whole context) when the scheduler's admission control
@@ -29,9 +32,21 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <type_traits>
 #include <vector>
 
+#include "common/bf16.h"
+
 namespace mi::runtime {
+
+// Element type of the cached keys and values.
+enum class KvDtype { f32, bf16 };
+template <class E>
+constexpr KvDtype kv_dtype_of() {
+  static_assert(std::is_same_v<E, float> || std::is_same_v<E, bf16_t>, "KV cache elements are float or bf16_t");
+  return std::is_same_v<E, float> ? KvDtype::f32 : KvDtype::bf16;
+}
+const char* kv_dtype_name(KvDtype dtype);
 
 struct KvCacheShape {
   int layers = 0;
@@ -41,6 +56,7 @@ struct KvCacheShape {
   int max_context = 0;    // tokens per sequence
   int block_size = 16;    // kv_block_size: token positions per block
   int total_blocks = 0;   // blocks in the pool (runtime.kv_blocks); 0 = max_sequences x ceil(max_context / block_size)
+  KvDtype dtype = KvDtype::f32;  // element type of keys and values
 };
 
 // A layer that shares physical blocks between sequences and keeps them beyond their last sequence
@@ -66,7 +82,7 @@ class BlockSharing {
 // Releases the cache's anonymous mapping (KvCache::storage_).
 struct UnmapCache {
   std::size_t bytes = 0;
-  void operator()(float* p) const;
+  void operator()(std::byte* p) const;
 };
 
 class KvCache {
@@ -77,7 +93,8 @@ class KvCache {
   std::size_t total_blocks() const { return total_blocks_; }
   // Blocks allocation can take: the free list, plus those a BlockSharing layer keeps only for reuse.
   std::size_t free_blocks() const { return free_list_.size() + (sharing_ ? sharing_->reclaimable_blocks() : 0); }
-  std::size_t bytes() const { return storage_floats_ * sizeof(float); }
+  std::size_t bytes() const { return storage_elements_ * element_bytes_; }
+  KvDtype dtype() const { return shape_.dtype; }
 
   // A new empty sequence; throws when max_sequences are alive.
   int allocate_sequence();
@@ -105,24 +122,35 @@ class KvCache {
   // the attached layer keeps frozen (reference count + 1): seq reads its positions and never writes them.
   void adopt_block(int seq, int physical_block);
 
-  // Row of head_dim floats for (layer, kv head, position); position must be < length(seq). Write only the
-  // positions append() just returned: positions in adopted blocks belong to shared blocks.
-  float* key(int seq, int layer, int kv_head, int pos) { return row(seq, layer, 0, kv_head, pos); }
-  float* value(int seq, int layer, int kv_head, int pos) { return row(seq, layer, 1, kv_head, pos); }
-  const float* key(int seq, int layer, int kv_head, int pos) const { return row(seq, layer, 0, kv_head, pos); }
-  const float* value(int seq, int layer, int kv_head, int pos) const { return row(seq, layer, 1, kv_head, pos); }
+  // Row of head_dim elements of type E (the cache's dtype: float or bf16_t, else mi::Error) for (layer, kv head,
+  // position); position must be < length(seq). Write only the positions append() just returned: positions in
+  // adopted blocks belong to shared blocks.
+  template <class E = float>
+  E* key(int seq, int layer, int kv_head, int pos) { return typed<E>(row(seq, layer, 0, kv_head, pos)); }
+  template <class E = float>
+  E* value(int seq, int layer, int kv_head, int pos) { return typed<E>(row(seq, layer, 1, kv_head, pos)); }
+  template <class E = float>
+  const E* key(int seq, int layer, int kv_head, int pos) const { return typed<E>(row(seq, layer, 0, kv_head, pos)); }
+  template <class E = float>
+  const E* value(int seq, int layer, int kv_head, int pos) const { return typed<E>(row(seq, layer, 1, kv_head, pos)); }
 
   // A contiguous run of positions [first, first + tokens) of one head, all inside one block:
   // keys/values are [tokens][head_dim] with row stride head_dim.
-  struct HeadSpan {
-    const float* keys;
-    const float* values;
+  template <class E>
+  struct HeadSpanOf {
+    const E* keys;
+    const E* values;
     int first;
     int tokens;
   };
+  using HeadSpan = HeadSpanOf<float>;
   // The span of the block holding `pos`, clipped to [pos, end) with end <= length(seq). Attention walks
   // positions [0, n) as: for (p = 0; p < n; p += span.tokens) span = head_span(seq, layer, h, p, n).
-  HeadSpan head_span(int seq, int layer, int kv_head, int pos, int end) const;
+  template <class E = float>
+  HeadSpanOf<E> head_span(int seq, int layer, int kv_head, int pos, int end) const {
+    const int tokens = span_tokens(seq, pos, end);
+    return {typed<E>(row(seq, layer, 0, kv_head, pos)), typed<E>(row(seq, layer, 1, kv_head, pos)), pos, tokens};
+  }
 
  private:
   struct Sequence {
@@ -132,22 +160,32 @@ class KvCache {
   };
 
   const Sequence& checked(int seq) const;
-  float* row(int seq, int layer, int kind, int kv_head, int pos) const;
-  float* block_base(int physical_block) const { return storage_.get() + std::size_t(physical_block) * block_floats_; }
+  std::byte* row(int seq, int layer, int kind, int kv_head, int pos) const;
+  int span_tokens(int seq, int pos, int end) const;  // checks [pos, end) and clips it to pos's block
+  [[noreturn]] void wrong_element_type(KvDtype asked) const;
+  template <class E>
+  E* typed(std::byte* p) const {
+    if (kv_dtype_of<E>() != shape_.dtype) wrong_element_type(kv_dtype_of<E>());
+    return reinterpret_cast<E*>(p);
+  }
+  std::byte* block_base(int physical_block) const {
+    return storage_.get() + std::size_t(physical_block) * block_elements_ * element_bytes_;
+  }
   void release_blocks(Sequence& s);
   int take_block();  // free list first, then one the sharing layer gives up; the caller checked free_blocks()
 
   KvCacheShape shape_;
   int blocks_per_sequence_ = 0;
-  std::size_t block_floats_ = 0;     // floats per block
-  std::size_t head_block_floats_ = 0;  // block_size * head_dim
-  std::size_t storage_floats_ = 0;
+  std::size_t element_bytes_ = 4;        // 4 (f32) or 2 (bf16)
+  std::size_t block_elements_ = 0;       // elements per block
+  std::size_t head_block_elements_ = 0;  // block_size * head_dim
+  std::size_t storage_elements_ = 0;
   // Anonymous memory mapping: the kernel hands out zero pages on first touch, so a never-used block reads as zero,
   // and only the blocks sequences actually fill become resident (a max_context of 4096 no longer costs the whole
   // cache in RSS and start-up time to zero it). A recycled block keeps its old contents; attention reads only
   // positions written for the current sequence. Without MAP_NORESERVE the mapping is charged against the
   // system's commit limit, so under strict overcommit an oversized cache fails here, at construction.
-  std::unique_ptr<float[], UnmapCache> storage_;
+  std::unique_ptr<std::byte[], UnmapCache> storage_;
   std::vector<Sequence> sequences_;
   std::size_t total_blocks_ = 0;
   std::vector<int> free_list_;  // physical blocks no sequence holds and no sharing layer keeps (used as a stack)

@@ -72,13 +72,13 @@ TEST(ModelComponents, AttentionPrefillThenDecodeMatchesReference) {
   const mi::model::AttentionDims dims{kHeads, kKvHeads, kHeadDim};
   // prefill
   int start = cache.append(seq, T);
-  mi::model::store_kv(cache, seq, 0, start, T, k.data(), v.data(), kKvHeads, kHeadDim);
+  mi::model::store_kv<K>(cache, seq, 0, start, T, k.data(), v.data(), kKvHeads, kHeadDim);
   mi::model::causal_attention<K>(pool, cache, seq, 0, dims, q.data(), T, start, out.data(), scores.data());
   // decode one token
   start = cache.append(seq, 1);
   ASSERT_EQ(start, T);
   ASSERT_EQ(cache.length(seq), total);  // kv_len grows by exactly the tokens appended (BUG-KVLEN)
-  mi::model::store_kv(cache, seq, 0, start, 1, k.data() + std::size_t(T) * kvw, v.data() + std::size_t(T) * kvw, kKvHeads, kHeadDim);
+  mi::model::store_kv<K>(cache, seq, 0, start, 1, k.data() + std::size_t(T) * kvw, v.data() + std::size_t(T) * kvw, kKvHeads, kHeadDim);
   mi::model::causal_attention<K>(pool, cache, seq, 0, dims, q.data() + std::size_t(T) * qw, 1, start,
                                  out.data() + std::size_t(T) * qw, scores.data());
 

@@ -6,7 +6,8 @@
 // Both count only work no engine can skip, so no correct engine exceeds them:
 //   - weight bytes per decode token: every tensor, except that an untied embedding table is read one row per token
 //     (a tied one is read whole, as the LM head);
-//   - KV bytes at context c: 2 (K and V) x layers x kv_heads x head_dim x 4 bytes (the engine's f32 KV cache) x c;
+//   - KV bytes at context c: 2 (K and V) x layers x kv_heads x head_dim x c x the cache's element size (4 bytes: f32
+//     by default; 2: bf16 when runtime.kv_dtype = "bf16" and the engine's default numerics is fast, runtime/kv_cache.h);
 //   - parameters per prompt token: the 2-D weights except the embedding table and the LM head (the LM head runs for
 //     the last prompt position only); attention's own FLOPs are left out.
 #pragma once

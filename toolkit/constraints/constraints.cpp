@@ -17,7 +17,7 @@ const std::map<std::string, std::set<std::string>>& schema() {
       {"model", {"path"}},
       {"platform", {"name", "dtype", "threads"}},
       {"parallel", {"tensor_parallel"}},
-      {"runtime", {"mode", "numerics", "max_batch", "max_context", "kv_block_size", "kv_blocks", "prefix_cache", "chat", "chunked_prefill"}},
+      {"runtime", {"mode", "numerics", "kv_dtype", "max_batch", "max_context", "kv_block_size", "kv_blocks", "prefix_cache", "chat", "chunked_prefill"}},
       {"targets", {"ttft_ms", "tpot_ms", "throughput_tok_s", "memory_mb"}},
       {"tuning", {}},  // free keys: kernel parameters (validate() checks the form, coverage the platform)
   };
@@ -112,6 +112,7 @@ nlohmann::json Constraints::to_json() const {
           {"tensor_parallel", tensor_parallel},
           {"mode", mode},
           {"numerics", numerics},
+          {"kv_dtype", kv_dtype},
           {"max_batch", max_batch},
           {"max_context", max_context},
           {"kv_block_size", kv_block_size},
@@ -175,6 +176,7 @@ Constraints load_file(const fs::path& file) {
   r.read("parallel", "tensor_parallel", c.tensor_parallel);
   r.read("runtime", "mode", c.mode);
   r.read("runtime", "numerics", c.numerics);
+  r.read("runtime", "kv_dtype", c.kv_dtype);
   r.read("runtime", "max_batch", c.max_batch);
   r.read("runtime", "max_context", c.max_context);
   r.read("runtime", "kv_block_size", c.kv_block_size);
@@ -203,6 +205,7 @@ void add_override_options(CLI::App* cmd, Overrides& o) {
   cmd->add_option("--tp,--tensor-parallel", o.tensor_parallel, "tensor-parallel size (parallel.tensor_parallel)");
   cmd->add_option("--mode", o.mode, "offline | serve | bench (runtime.mode)");
   cmd->add_option("--numerics", o.numerics, "precise | fast (runtime.numerics)");
+  cmd->add_option("--kv-dtype", o.kv_dtype, "f32 | bf16: KV cache element in fast numerics (runtime.kv_dtype)");
   cmd->add_option("--max-batch", o.max_batch, "concurrent sequences (runtime.max_batch)");
   cmd->add_option("--max-context", o.max_context, "tokens per sequence (runtime.max_context)");
   cmd->add_option("--kv-block-size", o.kv_block_size, "tokens per KV-cache block (runtime.kv_block_size)");
@@ -228,6 +231,7 @@ Constraints resolve(const std::optional<fs::path>& file, const Overrides& o) {
   if (o.tensor_parallel) c.tensor_parallel = *o.tensor_parallel;
   if (o.mode) c.mode = *o.mode;
   if (o.numerics) c.numerics = *o.numerics;
+  if (o.kv_dtype) c.kv_dtype = *o.kv_dtype;
   if (o.max_batch) c.max_batch = *o.max_batch;
   if (o.max_context) c.max_context = *o.max_context;
   if (o.kv_block_size) c.kv_block_size = *o.kv_block_size;
@@ -240,7 +244,7 @@ Constraints resolve(const std::optional<fs::path>& file, const Overrides& o) {
   if (o.throughput_tok_s) c.targets.throughput_tok_s = *o.throughput_tok_s;
   if (o.memory_mb) c.targets.memory_mb = *o.memory_mb;
   if (o.tuning) c.tuning = *o.tuning;
-  if (file && (o.model || o.platform || o.dtype || o.threads || o.tensor_parallel || o.mode || o.numerics ||
+  if (file && (o.model || o.platform || o.dtype || o.threads || o.tensor_parallel || o.mode || o.numerics || o.kv_dtype ||
                o.max_batch || o.max_context || o.kv_block_size || o.kv_blocks || o.prefix_cache || o.chat || o.chunked_prefill))
     c.source += " + command line";
   validate(c);
@@ -268,6 +272,10 @@ void validate(const Constraints& c) {
   check_range(s, "parallel.tensor_parallel", c.tensor_parallel, 1, 1024);
   check_one_of(s, "runtime.mode", c.mode, {"offline", "serve", "bench"});
   check_one_of(s, "runtime.numerics", c.numerics, {"precise", "fast"});
+  check_one_of(s, "runtime.kv_dtype", c.kv_dtype, {"f32", "bf16"});
+  if (c.kv_dtype == "bf16" && c.numerics != "fast")
+    fail(s, ": field 'runtime.kv_dtype': bf16 is the KV cache of fast numerics, but runtime.numerics is \"", c.numerics,
+         "\" (precise keeps f32 activations and an f32 cache); use numerics = \"fast\" or kv_dtype = \"f32\"");
   check_range(s, "runtime.max_batch", c.max_batch, 1, 4096);
   check_range(s, "runtime.max_context", c.max_context, 0, 1 << 24);
   if (c.mode == "serve" && c.chat == false)

@@ -28,6 +28,9 @@ struct Constraints {
   int tensor_parallel = 1;
   std::string mode = "offline";     // offline | serve | bench
   std::string numerics = "precise"; // precise | fast (default numerical mode of the engine)
+  // Element of the KV cache in fast numerics: f32, or bf16 (keys and values rounded once when stored: half the
+  // memory and half the bytes decode attention reads; needs numerics = "fast"). Precise numerics always caches f32.
+  std::string kv_dtype = "f32";
   int max_batch = 1;
   int max_context = 0;              // tokens per sequence (prompt + generated); 0 = min(4096, the model's maximum)
   int kv_block_size = 16;
@@ -52,13 +55,13 @@ struct Constraints {
 
 // Command-line overrides: each set field replaces the file's value.
 struct Overrides {
-  std::optional<std::string> model, platform, dtype, mode, numerics, prefix_cache, chat;
+  std::optional<std::string> model, platform, dtype, mode, numerics, kv_dtype, prefix_cache, chat;
   std::optional<int> threads, tensor_parallel, max_batch, max_context, kv_block_size, kv_blocks, chunked_prefill;
   std::optional<double> ttft_ms, tpot_ms, throughput_tok_s, memory_mb;
   std::optional<std::map<std::string, int>> tuning;  // replaces the file's [tuning] table as a whole
 };
 
-// Adds --model, --platform, --dtype, --threads, --tp, --mode, --numerics, --max-batch, --max-context,
+// Adds --model, --platform, --dtype, --threads, --tp, --mode, --numerics, --kv-dtype, --max-batch, --max-context,
 // --kv-block-size, --kv-blocks, --prefix-cache, --chat, --chunked-prefill, --ttft-ms, --tpot-ms, --throughput, --memory-mb to `cmd`.
 void add_override_options(CLI::App* cmd, Overrides& overrides);
 

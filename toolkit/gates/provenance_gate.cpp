@@ -68,6 +68,7 @@ std::map<std::string, std::string> regenerate(const generator::Engine& engine) {
   o.dtype = c.at("dtype").get<std::string>();
   o.mode = c.at("mode").get<std::string>();
   o.numerics = c.at("numerics").get<std::string>();
+  o.kv_dtype = c.value("kv_dtype", "f32");  // absent in engines generated before runtime.kv_dtype
   o.prefix_cache = c.at("prefix_cache").get<bool>() ? "on" : "off";
   o.chat = c.at("chat").get<bool>() ? "on" : "off";
   o.threads = c.at("threads").get<int>();

@@ -66,6 +66,10 @@ class Model {
   static constexpr int kKvHeads = config::kKvHeads;
   static constexpr int kHeadDim = config::kHeadDim;
   static constexpr float kEps = config::kRmsNormEps;
+  // The element of cached keys and values in numerics N: bf16 in fast numerics when runtime.kv_dtype = "bf16", else
+  // f32 (contract kv_cache; attention widens bf16 rows exactly).
+  template <mi::model::Numerics N>
+  using KvRow = std::conditional_t<config::kBf16KvInFast, mi::model::KvElement<N>, float>;
 @MODEL_CONSTANTS@
   Model(const std::filesystem::path& checkpoint_dir, const mi::engine::RuntimeOptions& options)
       : options_(checked(options)),
@@ -74,7 +78,9 @@ class Model {
         pool_(options_.threads),
         rotary_(kHeadDim, options_.max_context, config::kRopeTheta, rope_scaling(), config::kRotaryDim),
         cache_({kKvLayers, kKvHeads, kHeadDim, options_.max_batch, options_.max_context, options_.kv_block_size,
-                options_.kv_blocks}),
+                options_.kv_blocks,
+                options_.fast ? mi::runtime::kv_dtype_of<KvRow<mi::model::Numerics::fast>>()
+                              : mi::runtime::kv_dtype_of<KvRow<mi::model::Numerics::precise>>()}),
 @STATE_INIT@        arena_(scratch_plan(options_).bytes) {
     check_config(checkpoint_dir);
     mi::io::check_required_weights(store_, required_weights(), mi::io::DType::@DTYPE_ENUM@);
@@ -307,6 +313,7 @@ inline constexpr int kKvBlocks = @KV_BLOCKS@;  // blocks in the KV pool; 0 = max
 inline constexpr int kChunkedPrefill = @CHUNKED@;
 inline constexpr bool kFastNumericsDefault = @FAST@;
 inline constexpr bool kFastNumericsOffered = @FAST_OFFERED@;  // --mode fast runs (else it is refused: @FAST_WITHHELD@)
+inline constexpr bool kBf16KvInFast = @KV_BF16@;  // runtime.kv_dtype: fast numerics caches keys and values as bf16
 inline constexpr bool kHasTokenizer = @HAS_TOKENIZER_BOOL@;
 
 }  // namespace @NS@::config
@@ -493,6 +500,7 @@ std::string emit_engine_config(const ckb::Family& family, const coverage::Plan& 
       {"@CHUNKED@", std::to_string(plan.constraints.chunked_prefill)},
       {"@FAST@", plan.constraints.numerics == "fast" ? "true" : "false"},
       {"@FAST_OFFERED@", plan.fast_numerics ? "true" : "false"},
+      {"@KV_BF16@", plan.fast_numerics && plan.constraints.kv_dtype == "bf16" ? "true" : "false"},
       {"@FAST_WITHHELD@", plan.fast_numerics ? "-" : plan.fast_numerics_withheld},
       {"@HAS_TOKENIZER_BOOL@", plan.tokenizer_present ? "true" : "false"},
   };

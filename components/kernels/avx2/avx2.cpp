@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -443,38 +444,54 @@ float Avx2::dot(const float* a, const float* b, int n) {
   return s;
 }
 
-void Avx2::axpy(float a, const float* x, float* y, int n) {
+namespace {
+// y += a * x over f32 or bf16 x (widened exactly): the same operations in the same order for both.
+template <class E>
+inline void axpy_row(float a, const E* x, float* y, int n) {
   const __m256 av = _mm256_set1_ps(a);
   int i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] += a * x[i];
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, load8(x + i), _mm256_loadu_ps(y + i)));
+  // An explicit FMA: left to -ffp-contract, GCC fused the bf16 form and not the f32 one.
+  for (; i < n; ++i) y[i] = std::fma(a, widen1(x[i]), y[i]);
 }
+}  // namespace
+void Avx2::axpy(float a, const float* x, float* y, int n) { axpy_row(a, x, y, n); }
 
 // Scores: the dot product inlined per key (two accumulators, one horizontal sum per key), four keys at a time so
 // that eight independent FMA chains hide the FMA latency (one key's two chains left the loop latency-bound: 7.0 vs
 // 9.5 ns per 128-dim key, AMD EPYC Zen 3, L1-resident, under load). Each key's arithmetic is the one-key loop's, in
-// the same order, so the grouping does not change a score.
+// the same order, so the grouping does not change a score. Keys and values are f32 or bf16 (E; fast numerics' KV
+// cache), widened exactly by load8 / widen1: a bf16 row gives what the f32 kernel gives for the widened row.
+// Every line of the rows is prefetched kKvPrefetchBytes ahead (row_streams.h): one prefetch per 16 elements (one
+// f32 line, half a bf16 line: a bf16 row of 32-element multiples needs only every other one).
 namespace {
-inline float key_score(const float* q, const float* kj, int d16, int d, __m256 acc0, __m256 acc1, float scale) {
+template <class E>
+inline bool kv_line_start(int i, int d) {
+  return sizeof(E) == 4 || d % 32 != 0 || i % 32 == 0;
+}
+
+template <class E>
+inline float key_score(const float* q, const E* kj, int d16, int d, __m256 acc0, __m256 acc1, float scale) {
   float sum = hsum(_mm256_add_ps(acc0, acc1));
-  for (int i = d16; i < d; ++i) sum += q[i] * kj[i];
+  for (int i = d16; i < d; ++i) sum = std::fma(q[i], widen1(kj[i]), sum);  // explicit, as in axpy_row
   return sum * scale;
 }
-}  // namespace
 
-void Avx2::attention_scores(const float* q, const float* k, std::size_t ldk, int n, int d, float scale, float* s) {
+template <class E>
+void scores_rows(const float* q, const E* k, std::size_t ldk, int n, int d, float scale, float* s) {
   const int d16 = d / 16 * 16;
   int j = 0;
   for (; j + 4 <= n; j += 4) {
-    const float* kj = k + size_t(j) * ldk;
+    const E* kj = k + size_t(j) * ldk;
     __m256 acc0[4], acc1[4];
     for (int r = 0; r < 4; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
     for (int i = 0; i < d16; i += 16) {
       const __m256 q0 = _mm256_loadu_ps(q + i), q1 = _mm256_loadu_ps(q + i + 8);
-      for (int r = 0; r < 4; ++r) prefetch_kv(kj + r * ldk + i);
+      if (kv_line_start<E>(i, d))
+        for (int r = 0; r < 4; ++r) prefetch_kv(kj + r * ldk + i);
       for (int r = 0; r < 4; ++r) {
-        acc0[r] = _mm256_fmadd_ps(q0, _mm256_loadu_ps(kj + r * ldk + i), acc0[r]);
-        acc1[r] = _mm256_fmadd_ps(q1, _mm256_loadu_ps(kj + r * ldk + i + 8), acc1[r]);
+        acc0[r] = _mm256_fmadd_ps(q0, load8(kj + r * ldk + i), acc0[r]);
+        acc1[r] = _mm256_fmadd_ps(q1, load8(kj + r * ldk + i + 8), acc1[r]);
       }
     }
     if (d16 < d)  // the rows' last line, read by key_score
@@ -482,38 +499,56 @@ void Avx2::attention_scores(const float* q, const float* k, std::size_t ldk, int
     for (int r = 0; r < 4; ++r) s[j + r] = key_score(q, kj + r * ldk, d16, d, acc0[r], acc1[r], scale);
   }
   for (; j < n; ++j) {
-    const float* kj = k + size_t(j) * ldk;
+    const E* kj = k + size_t(j) * ldk;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    for (int i = 0; i < d; i += 16) prefetch_kv(kj + i);
+    for (int i = 0; i < d; i += 16)
+      if (kv_line_start<E>(i, d)) prefetch_kv(kj + i);
     for (int i = 0; i < d16; i += 16) {
-      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kj + i), acc0);
-      acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(kj + i + 8), acc1);
+      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(kj + i), acc0);
+      acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), load8(kj + i + 8), acc1);
     }
     s[j] = key_score(q, kj, d16, d, acc0, acc1, scale);
   }
 }
 
 // Values: 64 output dims (8 vectors) in registers per pass over the n keys.
-void Avx2::attention_values(const float* p, const float* v, std::size_t ldv, int n, int d, float* out) {
+template <class E>
+void values_rows(const float* p, const E* v, std::size_t ldv, int n, int d, float* out) {
   int c0 = 0;
   for (; c0 + 64 <= d; c0 += 64) {
     __m256 acc[8];
     for (int c = 0; c < 8; ++c) acc[c] = _mm256_loadu_ps(out + c0 + 8 * c);
     for (int j = 0; j < n; ++j) {
       const __m256 pj = _mm256_set1_ps(p[j]);
-      const float* vj = v + size_t(j) * ldv + c0;
+      const E* vj = v + size_t(j) * ldv + c0;
       if (c0 == 0)  // the whole row: later passes re-read it from cache
-        for (int i = 0; i < d; i += 16) prefetch_kv(v + size_t(j) * ldv + i);
-      for (int c = 0; c < 8; ++c) acc[c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * c), acc[c]);
+        for (int i = 0; i < d; i += 16)
+          if (kv_line_start<E>(i, d)) prefetch_kv(v + size_t(j) * ldv + i);
+      for (int c = 0; c < 8; ++c) acc[c] = _mm256_fmadd_ps(pj, load8(vj + 8 * c), acc[c]);
     }
     for (int c = 0; c < 8; ++c) _mm256_storeu_ps(out + c0 + 8 * c, acc[c]);
   }
   if (c0 < d)
     for (int j = 0; j < n; ++j) {
       if (c0 == 0)  // d < 64: no pass above prefetched the row
-        for (int i = 0; i < d; i += 16) prefetch_kv(v + size_t(j) * ldv + i);
-      axpy(p[j], v + size_t(j) * ldv + c0, out + c0, d - c0);
+        for (int i = 0; i < d; i += 16)
+          if (kv_line_start<E>(i, d)) prefetch_kv(v + size_t(j) * ldv + i);
+      axpy_row(p[j], v + size_t(j) * ldv + c0, out + c0, d - c0);
     }
+}
+}  // namespace
+
+void Avx2::attention_scores(const float* q, const float* k, std::size_t ldk, int n, int d, float scale, float* s) {
+  scores_rows(q, k, ldk, n, d, scale, s);
+}
+void Avx2::attention_scores(const float* q, const bf16_t* k, std::size_t ldk, int n, int d, float scale, float* s) {
+  scores_rows(q, k, ldk, n, d, scale, s);
+}
+void Avx2::attention_values(const float* p, const float* v, std::size_t ldv, int n, int d, float* out) {
+  values_rows(p, v, ldv, n, d, out);
+}
+void Avx2::attention_values(const float* p, const bf16_t* v, std::size_t ldv, int n, int d, float* out) {
+  values_rows(p, v, ldv, n, d, out);
 }
 
 void Avx2::add(const float* x, float* y, int n) {

@@ -505,14 +505,26 @@ inline float dot(const float* a, const float* b, int n) {
 // compile-time constant, so the 16 accumulators and the query stay in registers: with a run-time count and masked
 // loads the loop kept them on the stack and ran at a fifth of the FMA rate (AMD Zen 5, 16 keys x 128 dims in L1:
 // 118 ns per call vs 21 ns). Both forms do the same operations in the same order: the scores are bitwise equal.
-template <int C>
-inline void scores16_fixed(const float* q, const float* k, size_t ldk, __m512 sv, float* s) {
+// Keys and values are f32 or bf16 (E; fast numerics' KV cache): load16 widens bf16 exactly, so a bf16 row gives the
+// scores the f32 kernel gives for the widened row, bitwise.
+//
+// Every cache line of the K/V rows is prefetched kKvPrefetchBytes ahead (row_streams.h): one prefetch per 16-element
+// chunk, which is one line of f32; bf16 rows of whole lines (d a multiple of 32: 64-byte rows, and the cache's
+// spans start on a line) need one per other chunk, otherwise every chunk is prefetched so no line is missed.
+template <class E>
+inline bool kv_line_start(int chunk, int d) {
+  return sizeof(E) == 4 || d % 32 != 0 || chunk % 2 == 0;
+}
+
+template <int C, class E>
+inline void scores16_fixed(const float* q, const E* k, size_t ldk, __m512 sv, float* s) {
   __m512 acc[16];
   for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
   for (int c = 0; c < C; ++c) {
     const __m512 qv = _mm512_loadu_ps(q + 16 * c);
-    for (int t = 0; t < 16; ++t) prefetch_kv(k + size_t(t) * ldk + 16 * c);
-    for (int t = 0; t < 16; ++t) acc[t] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + size_t(t) * ldk + 16 * c), acc[t]);
+    if (kv_line_start<E>(c, 16 * C))
+      for (int t = 0; t < 16; ++t) prefetch_kv(k + size_t(t) * ldk + 16 * c);
+    for (int t = 0; t < 16; ++t) acc[t] = _mm512_fmadd_ps(qv, load16(k + size_t(t) * ldk + 16 * c), acc[t]);
   }
   transpose16x16(acc);  // acc[i] lane t = partial sum i of key t
   __m512 sum = acc[0];
@@ -520,16 +532,17 @@ inline void scores16_fixed(const float* q, const float* k, size_t ldk, __m512 sv
   _mm512_storeu_ps(s, _mm512_mul_ps(sum, sv));
 }
 
-inline void scores16_any(const float* q, const float* k, size_t ldk, int d, __m512 sv, float* s) {
+template <class E>
+inline void scores16_any(const float* q, const E* k, size_t ldk, int d, __m512 sv, float* s) {
   const int chunks = (d + 15) / 16;
   __m512 acc[16];
   for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
   for (int c = 0; c < chunks; ++c) {
     const __mmask16 m = mask16(d - 16 * c);
     const __m512 qv = _mm512_maskz_loadu_ps(m, q + 16 * c);
-    for (int t = 0; t < 16; ++t) prefetch_kv(k + size_t(t) * ldk + 16 * c);
-    for (int t = 0; t < 16; ++t)
-      acc[t] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k + size_t(t) * ldk + 16 * c), acc[t]);
+    if (kv_line_start<E>(c, d))
+      for (int t = 0; t < 16; ++t) prefetch_kv(k + size_t(t) * ldk + 16 * c);
+    for (int t = 0; t < 16; ++t) acc[t] = _mm512_fmadd_ps(qv, load16(k + size_t(t) * ldk + 16 * c, m), acc[t]);
   }
   transpose16x16(acc);
   __m512 sum = acc[0];
@@ -537,12 +550,13 @@ inline void scores16_any(const float* q, const float* k, size_t ldk, int d, __m5
   _mm512_storeu_ps(s, _mm512_mul_ps(sum, sv));
 }
 
-inline void attention_scores(const float* q, const float* k, size_t ldk, int n, int d, float scale, float* s) {
+template <class E>
+inline void attention_scores(const float* q, const E* k, size_t ldk, int n, int d, float scale, float* s) {
   const __m512 sv = _mm512_set1_ps(scale);
   const int chunks = (d + 15) / 16;
   int j = 0;
   for (; j + 16 <= n; j += 16) {
-    const float* kj = k + size_t(j) * ldk;
+    const E* kj = k + size_t(j) * ldk;
     switch (d) {
       case 64: scores16_fixed<4>(q, kj, ldk, sv, s + j); break;
       case 128: scores16_fixed<8>(q, kj, ldk, sv, s + j); break;
@@ -552,10 +566,11 @@ inline void attention_scores(const float* q, const float* k, size_t ldk, int n, 
   }
   for (; j < n; ++j) {
     __m512 acc = _mm512_setzero_ps();
-    for (int c = 0; c < chunks; ++c) prefetch_kv(k + size_t(j) * ldk + 16 * c);
+    for (int c = 0; c < chunks; ++c)
+      if (kv_line_start<E>(c, d)) prefetch_kv(k + size_t(j) * ldk + 16 * c);
     for (int c = 0; c < chunks; ++c) {
       const __mmask16 m = mask16(d - 16 * c);
-      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * c), _mm512_maskz_loadu_ps(m, k + size_t(j) * ldk + 16 * c), acc);
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * c), load16(k + size_t(j) * ldk + 16 * c, m), acc);
     }
     s[j] = _mm512_reduce_add_ps(acc) * scale;
   }
@@ -563,21 +578,24 @@ inline void attention_scores(const float* q, const float* k, size_t ldk, int n, 
 
 // out += sum_j p[j] v[j]: the output stays in registers (up to 8 vectors = 128 dims per pass) over all n keys.
 // Passes of W full vectors (W a compile-time constant) keep the accumulators in registers; a pass with a partial
-// vector uses masks (as attention_scores: the same FMAs in the same order either way).
-template <int W>
-inline void values_pass(const float* p, const float* v, size_t ldv, int n, float* out) {
+// vector uses masks (as attention_scores: the same FMAs in the same order either way). d: the row's head_dim (which
+// chunks start a line, kv_line_start).
+template <int W, class E>
+inline void values_pass(const float* p, const E* v, size_t ldv, int n, int d, float* out) {
   __m512 acc[W];
   for (int c = 0; c < W; ++c) acc[c] = _mm512_loadu_ps(out + 16 * c);
   for (int j = 0; j < n; ++j) {
     const __m512 pj = _mm512_set1_ps(p[j]);
-    const float* vj = v + size_t(j) * ldv;
-    for (int c = 0; c < W; ++c) prefetch_kv(vj + 16 * c);
-    for (int c = 0; c < W; ++c) acc[c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vj + 16 * c), acc[c]);
+    const E* vj = v + size_t(j) * ldv;
+    for (int c = 0; c < W; ++c)
+      if (kv_line_start<E>(c, d)) prefetch_kv(vj + 16 * c);
+    for (int c = 0; c < W; ++c) acc[c] = _mm512_fmadd_ps(pj, load16(vj + 16 * c), acc[c]);
   }
   for (int c = 0; c < W; ++c) _mm512_storeu_ps(out + 16 * c, acc[c]);
 }
 
-inline void values_pass_masked(const float* p, const float* v, size_t ldv, int n, int width, float* out) {
+template <class E>
+inline void values_pass_masked(const float* p, const E* v, size_t ldv, int n, int width, int d, float* out) {
   const int chunks = (width + 15) / 16;
   __m512 acc[8];
   __mmask16 m[8];
@@ -587,23 +605,25 @@ inline void values_pass_masked(const float* p, const float* v, size_t ldv, int n
   }
   for (int j = 0; j < n; ++j) {
     const __m512 pj = _mm512_set1_ps(p[j]);
-    const float* vj = v + size_t(j) * ldv;
-    for (int c = 0; c < chunks; ++c) prefetch_kv(vj + 16 * c);
+    const E* vj = v + size_t(j) * ldv;
+    for (int c = 0; c < chunks; ++c)
+      if (kv_line_start<E>(c, d)) prefetch_kv(vj + 16 * c);
     for (int c = 0; c < 8; ++c)
-      if (c < chunks) acc[c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[c], vj + 16 * c), acc[c]);
+      if (c < chunks) acc[c] = _mm512_fmadd_ps(pj, load16(vj + 16 * c, m[c]), acc[c]);
   }
   for (int c = 0; c < chunks; ++c) _mm512_mask_storeu_ps(out + 16 * c, m[c], acc[c]);
 }
 
-inline void attention_values(const float* p, const float* v, size_t ldv, int n, int d, float* out) {
+template <class E>
+inline void attention_values(const float* p, const E* v, size_t ldv, int n, int d, float* out) {
   for (int c0 = 0; c0 < d; c0 += 128) {
     const int width = d - c0 < 128 ? d - c0 : 128;
-    const float* vc = v + c0;
+    const E* vc = v + c0;
     float* oc = out + c0;
     switch (width % 16 == 0 ? width / 16 : 0) {
-      case 8: values_pass<8>(p, vc, ldv, n, oc); break;
-      case 4: values_pass<4>(p, vc, ldv, n, oc); break;
-      default: values_pass_masked(p, vc, ldv, n, width, oc); break;
+      case 8: values_pass<8>(p, vc, ldv, n, d, oc); break;
+      case 4: values_pass<4>(p, vc, ldv, n, d, oc); break;
+      default: values_pass_masked(p, vc, ldv, n, width, d, oc); break;
     }
   }
 }

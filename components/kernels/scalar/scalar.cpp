@@ -57,11 +57,37 @@ float Scalar::dot(const float* a, const float* b, int n) {
 void Scalar::axpy(float a, const float* x, float* y, int n) {
   for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
+// Keys / values f32 or bf16 (widened exactly): the loops of dot and axpy, so a bf16 row gives the f32 result of
+// its widened row.
+namespace {
+template <class E>
+void scores_impl(const float* q, const E* k, std::size_t ldk, int n, int d, float scale, float* s) {
+  for (int j = 0; j < n; ++j) {
+    const E* kj = k + std::size_t(j) * ldk;
+    float acc = 0.0f;
+    for (int i = 0; i < d; ++i) acc += q[i] * widen(kj[i]);
+    s[j] = acc * scale;
+  }
+}
+template <class E>
+void values_impl(const float* p, const E* v, std::size_t ldv, int n, int d, float* out) {
+  for (int j = 0; j < n; ++j) {
+    const E* vj = v + std::size_t(j) * ldv;
+    for (int i = 0; i < d; ++i) out[i] += p[j] * widen(vj[i]);
+  }
+}
+}  // namespace
 void Scalar::attention_scores(const float* q, const float* k, std::size_t ldk, int n, int d, float scale, float* s) {
-  for (int j = 0; j < n; ++j) s[j] = dot(q, k + std::size_t(j) * ldk, d) * scale;
+  scores_impl(q, k, ldk, n, d, scale, s);
 }
 void Scalar::attention_values(const float* p, const float* v, std::size_t ldv, int n, int d, float* out) {
-  for (int j = 0; j < n; ++j) axpy(p[j], v + std::size_t(j) * ldv, out, d);
+  values_impl(p, v, ldv, n, d, out);
+}
+void Scalar::attention_scores(const float* q, const bf16_t* k, std::size_t ldk, int n, int d, float scale, float* s) {
+  scores_impl(q, k, ldk, n, d, scale, s);
+}
+void Scalar::attention_values(const float* p, const bf16_t* v, std::size_t ldv, int n, int d, float* out) {
+  values_impl(p, v, ldv, n, d, out);
 }
 void Scalar::add(const float* x, float* y, int n) {
   for (int i = 0; i < n; ++i) y[i] += x[i];

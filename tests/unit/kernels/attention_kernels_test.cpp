@@ -60,5 +60,42 @@ TYPED_TEST(AttentionKernelsTest, ValuesWithinSummationBound) {
     }
 }
 
+// bf16 keys and values (fast numerics' KV cache): each level's bf16 overloads give exactly what its f32 kernels give
+// for the rows widened to f32 (ckb/contracts/kernels.toml), for every key count and head dim above (tails of every
+// vector width, rows that do not start on a cache line), and write nothing past s[n - 1] / out[d - 1].
+TYPED_TEST(AttentionKernelsTest, Bf16RowsGiveTheF32ResultOfTheWidenedRows) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
+  uint32_t seed = 300;
+  auto to_bf16 = [](const std::vector<float>& x) {
+    std::vector<bf16_t> b(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) b[i] = f32_to_bf16(x[i]);
+    return b;
+  };
+  auto widened = [](const std::vector<bf16_t>& b) {
+    std::vector<float> x(b.size());
+    for (std::size_t i = 0; i < b.size(); ++i) x[i] = bf16_to_f32(b[i]);
+    return x;
+  };
+  for (int n : kKeys)
+    for (int d : kHeadDims) {
+      const std::size_t ld = std::size_t(d) + 3;
+      const auto q = random_floats(std::size_t(d), -1.0f, 1.0f, seed++);
+      const auto kb = to_bf16(random_floats(std::size_t(n) * ld, -1.0f, 1.0f, seed++));
+      const auto vb = to_bf16(random_floats(std::size_t(n) * ld, -1.0f, 1.0f, seed++));
+      const auto kw = widened(kb), vw = widened(vb);
+      std::vector<float> s(std::size_t(n) + 1, 42.0f), s_ref(std::size_t(n) + 1, 42.0f);
+      K::attention_scores(q.data(), kb.data(), ld, n, d, 0.125f, s.data());
+      K::attention_scores(q.data(), kw.data(), ld, n, d, 0.125f, s_ref.data());
+      ASSERT_EQ(0, std::memcmp(s.data(), s_ref.data(), sizeof(float) * s.size())) << K::name << " scores n=" << n << " d=" << d;
+      const auto p = random_floats(std::size_t(n), 0.0f, 1.0f, seed++);
+      const auto out0 = random_floats(std::size_t(d) + 1, -1.0f, 1.0f, seed++);
+      std::vector<float> out = out0, out_ref = out0;
+      K::attention_values(p.data(), vb.data(), ld, n, d, out.data());
+      K::attention_values(p.data(), vw.data(), ld, n, d, out_ref.data());
+      ASSERT_EQ(0, std::memcmp(out.data(), out_ref.data(), sizeof(float) * out.size())) << K::name << " values n=" << n << " d=" << d;
+    }
+}
+
 }  // namespace
 }  // namespace mi::kernels::test

@@ -265,7 +265,7 @@ TYPED_TEST(AttentionLevels, MatchesDoubleForGqaRatiosAndHeadDims) {
       std::vector<float> scores(mi::model::attention_scratch_floats(pool.size(), 32));
       std::vector<float> out(q.size());
       const int start = cache.append(seq, n);
-      mi::model::store_kv(cache, seq, layer, start, n, k.data(), v.data(), kv_heads, head_dim);
+      mi::model::store_kv<K>(cache, seq, layer, start, n, k.data(), v.data(), kv_heads, head_dim);
       mi::model::causal_attention<K>(pool, cache, seq, layer, dims, q.data(), n, 0, out.data(), scores.data());
       for (std::size_t i = 0; i < out.size(); ++i)
         ASSERT_NEAR(out[i], ref[i], 2e-5) << "head_dim " << head_dim << " ratio " << ratio << " i " << i;
@@ -291,7 +291,7 @@ TYPED_TEST(AttentionLevels, PrefillThenDecodeEqualsFullRecompute) {
   const int full = full_cache.allocate_sequence();
   std::vector<float> expected(n * qrow);
   full_cache.append(full, n);
-  mi::model::store_kv(full_cache, full, 0, 0, n, k.data(), v.data(), kv_heads, head_dim);
+  mi::model::store_kv<K>(full_cache, full, 0, 0, n, k.data(), v.data(), kv_heads, head_dim);
   mi::model::causal_attention<K>(pool, full_cache, full, 0, dims, q.data(), n, 0, expected.data(), scores.data());
 
   // A second sequence in another cache, filled step by step (another sequence alive first, so blocks interleave).
@@ -302,7 +302,7 @@ TYPED_TEST(AttentionLevels, PrefillThenDecodeEqualsFullRecompute) {
   for (int steps : {7, 1, 1, 1, 3}) {
     cache.append(other, 1);
     const int start = cache.append(seq, steps);
-    mi::model::store_kv(cache, seq, 0, start, steps, k.data() + start * kvrow, v.data() + start * kvrow, kv_heads,
+    mi::model::store_kv<K>(cache, seq, 0, start, steps, k.data() + start * kvrow, v.data() + start * kvrow, kv_heads,
                         head_dim);
     mi::model::causal_attention<K>(pool, cache, seq, 0, dims, q.data() + start * qrow, steps, start,
                                    got.data() + start * qrow, scores.data());
@@ -335,7 +335,7 @@ TYPED_TEST(AttentionLevels, BatchedDecodeEqualsEachSequenceAlone) {
         const int start = cache.append(seqs[b], n);
         const auto k = mi_test::random_floats(std::size_t(n) * kvrow, seed++);
         const auto v = mi_test::random_floats(std::size_t(n) * kvrow, seed++);
-        mi::model::store_kv(cache, seqs[b], layer, start, n, k.data(), v.data(), sh.kv_heads, head_dim);
+        mi::model::store_kv<K>(cache, seqs[b], layer, start, n, k.data(), v.data(), sh.kv_heads, head_dim);
       }
     const auto q = mi_test::random_floats(B * qrow, seed++, 0.7f);
     std::vector<float> scores(mi::model::attention_scratch_floats(pool.size(), max_context));
@@ -349,6 +349,81 @@ TYPED_TEST(AttentionLevels, BatchedDecodeEqualsEachSequenceAlone) {
                                                    << " i " << i;
     }
   }
+}
+
+// Fast numerics' bf16 KV cache: store_kv rounds the rows to bf16 once, and attention over them (a prefill, then a
+// decode step, then a batched decode of three sequences) equals, bit for bit, attention over an f32 cache holding the
+// same rounded values: the only change is the rounding of the stored keys and values.
+TYPED_TEST(AttentionLevels, Bf16CacheEqualsF32CacheOfTheRoundedValues) {
+  using K = TypeParam;
+  MI_SKIP_UNSUPPORTED_LEVEL(K);
+  ThreadPool pool(2);
+  const int heads = 8, kv_heads = 2, head_dim = 64, B = 3, max_context = 40, block = 4;
+  const int lengths[B] = {5, 17, 30};
+  const mi::model::AttentionDims dims{heads, kv_heads, head_dim};
+  const std::size_t qrow = std::size_t(heads) * head_dim, kvrow = std::size_t(kv_heads) * head_dim;
+  mi::runtime::KvCacheShape shape{1, kv_heads, head_dim, B, max_context, block};
+  mi::runtime::KvCache f32_cache(shape);
+  shape.dtype = mi::runtime::KvDtype::bf16;
+  mi::runtime::KvCache bf16_cache(shape);
+  std::vector<float> scores(mi::model::attention_scratch_floats(pool.size(), max_context));
+  int f32_seqs[B], bf16_seqs[B];
+  uint32_t seed = 70;
+  for (int b = 0; b < B; ++b) {
+    f32_seqs[b] = f32_cache.allocate_sequence();
+    bf16_seqs[b] = bf16_cache.allocate_sequence();
+    const int n = lengths[b] - 1;  // prefill all but the last position, then decode it
+    const auto q = mi_test::random_floats(std::size_t(lengths[b]) * qrow, seed++, 0.7f);
+    const auto k = mi_test::random_floats(std::size_t(lengths[b]) * kvrow, seed++);
+    const auto v = mi_test::random_floats(std::size_t(lengths[b]) * kvrow, seed++);
+    const auto k_rounded = mi_test::bf16_rounded(k.data(), k.size());
+    const auto v_rounded = mi_test::bf16_rounded(v.data(), v.size());
+    for (const auto& [start, T] : {std::pair{0, n}, std::pair{n, 1}}) {
+      std::vector<float> expected(std::size_t(T) * qrow), got(std::size_t(T) * qrow, -1.0f);
+      f32_cache.append(f32_seqs[b], T);
+      bf16_cache.append(bf16_seqs[b], T);
+      const std::size_t at = std::size_t(start) * kvrow;
+      mi::model::store_kv<K>(f32_cache, f32_seqs[b], 0, start, T, k_rounded.data() + at, v_rounded.data() + at,
+                             kv_heads, head_dim);
+      mi::model::store_kv<K, mi::bf16_t>(bf16_cache, bf16_seqs[b], 0, start, T, k.data() + at, v.data() + at, kv_heads,
+                                         head_dim);
+      const float* qs = q.data() + std::size_t(start) * qrow;
+      mi::model::causal_attention<K>(pool, f32_cache, f32_seqs[b], 0, dims, qs, T, start, expected.data(), scores.data());
+      mi::model::causal_attention<K, mi::bf16_t>(pool, bf16_cache, bf16_seqs[b], 0, dims, qs, T, start, got.data(),
+                                                 scores.data());
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got[i], expected[i]) << "sequence " << b << " start " << start << " T " << T << " i " << i;
+    }
+  }
+  // One more token for every sequence, decoded together.
+  const auto q = mi_test::random_floats(B * qrow, seed++, 0.7f);
+  const auto k = mi_test::random_floats(B * kvrow, seed++);
+  const auto v = mi_test::random_floats(B * kvrow, seed++);
+  const auto k_rounded = mi_test::bf16_rounded(k.data(), k.size());
+  const auto v_rounded = mi_test::bf16_rounded(v.data(), v.size());
+  for (int b = 0; b < B; ++b) {
+    const int start = f32_cache.append(f32_seqs[b], 1);
+    bf16_cache.append(bf16_seqs[b], 1);
+    mi::model::store_kv<K>(f32_cache, f32_seqs[b], 0, start, 1, k_rounded.data() + b * kvrow,
+                           v_rounded.data() + b * kvrow, kv_heads, head_dim);
+    mi::model::store_kv<K, mi::bf16_t>(bf16_cache, bf16_seqs[b], 0, start, 1, k.data() + b * kvrow, v.data() + b * kvrow,
+                                       kv_heads, head_dim);
+  }
+  std::vector<float> expected(B * qrow), got(B * qrow, -1.0f);
+  mi::model::decode_attention_batch<K>(pool, f32_cache, f32_seqs, B, 0, dims, q.data(), expected.data(), scores.data());
+  mi::model::decode_attention_batch<K, mi::bf16_t>(pool, bf16_cache, bf16_seqs, B, 0, dims, q.data(), got.data(),
+                                                   scores.data());
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << "batched row " << i / qrow;
+  // Reading a cache as the other element type is refused before any work.
+  std::vector<float> out(qrow);
+  EXPECT_THROW(mi::model::causal_attention<K>(pool, bf16_cache, bf16_seqs[0], 0, dims, q.data(), 1, lengths[0],
+                                              out.data(), scores.data()),
+               mi::Error);
+  const auto bf16_reads_f32_cache = [&] {
+    mi::model::decode_attention_batch<K, mi::bf16_t>(pool, f32_cache, f32_seqs, 1, 0, dims, q.data(), out.data(),
+                                                     scores.data());
+  };
+  EXPECT_THROW(bf16_reads_f32_cache(), mi::Error);
 }
 
 TEST(Attention, RejectsInconsistentShapes) {

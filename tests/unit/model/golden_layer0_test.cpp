@@ -139,7 +139,7 @@ TYPED_TEST(GoldenLayer0, EveryComponentMatchesDoubleOnRealWeights) {
     mi::runtime::KvCache cache({1, nKV, D, 1, 64, 4});
     const int seq = cache.allocate_sequence();
     cache.append(seq, T);
-    mi::model::store_kv(cache, seq, 0, 0, T, k.data(), v.data(), nKV, D);
+    mi::model::store_kv<K>(cache, seq, 0, 0, T, k.data(), v.data(), nKV, D);
     std::vector<float> attn(q.size()), scores(mi::model::attention_scratch_floats(pool.size(), 64));
     mi::model::causal_attention<K>(pool, cache, seq, 0, {nH, nKV, D}, q.data(), T, 0, attn.data(), scores.data());
     expect_close(attn.data(), mi_test::reference_attention(q, k, v, T, nH, nKV, D), 1e-5, "attention");

@@ -29,6 +29,46 @@ TEST(KvCache, SizesFromShape) {
   EXPECT_EQ(cache.free_blocks(), 6u);
 }
 
+// Fast numerics' cache (KvDtype::bf16): half the bytes of the f32 cache of the same shape, rows of bf16_t at the
+// same positions, and a read as the wrong element type refused with both names.
+TEST(KvCache, Bf16CacheHoldsHalfTheBytesAndChecksTheElementType) {
+  KvCacheShape s = small_shape();
+  s.dtype = mi::runtime::KvDtype::bf16;
+  KvCache cache(s);
+  EXPECT_EQ(cache.dtype(), mi::runtime::KvDtype::bf16);
+  EXPECT_EQ(cache.bytes(), 6u * (2 * 2 * 3 * 4 * 4) * sizeof(mi::bf16_t));
+  const int seq = cache.allocate_sequence();
+  cache.append(seq, 6);
+  for (int p = 0; p < 6; ++p)
+    for (int d = 0; d < 4; ++d) {
+      cache.key<mi::bf16_t>(seq, 1, 2, p)[d] = mi::f32_to_bf16(float(16 * p + d));  // exact in bf16 (below 256)
+      cache.value<mi::bf16_t>(seq, 1, 2, p)[d] = mi::f32_to_bf16(float(-16 * p - d));
+    }
+  const KvCache& ro = cache;
+  for (int p = 0; p < 6;) {
+    const auto span = ro.head_span<mi::bf16_t>(seq, 1, 2, p, 6);
+    for (int j = 0; j < span.tokens; ++j)
+      for (int d = 0; d < 4; ++d) {
+        ASSERT_EQ(mi::bf16_to_f32(span.keys[j * 4 + d]), float(16 * (p + j) + d));
+        ASSERT_EQ(mi::bf16_to_f32(span.values[j * 4 + d]), float(-16 * (p + j) - d));
+      }
+    p += span.tokens;
+  }
+  // Rows of adjacent positions in one block are head_dim elements apart (2 bytes each here).
+  EXPECT_EQ(cache.key<mi::bf16_t>(seq, 1, 2, 1) - cache.key<mi::bf16_t>(seq, 1, 2, 0), 4);
+  try {
+    cache.key(seq, 0, 0, 0);  // float: the default element type
+    FAIL() << "a bf16 cache read as f32";
+  } catch (const mi::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rows are bf16, read as f32"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ro.head_span(seq, 0, 0, 0, 6), mi::Error);
+  KvCache f32_cache(small_shape());
+  const int other = f32_cache.allocate_sequence();
+  f32_cache.append(other, 1);
+  EXPECT_THROW(f32_cache.value<mi::bf16_t>(other, 0, 0, 0), mi::Error);
+}
+
 // runtime.kv_blocks: a pool smaller than the worst case is allocated as asked (memory follows it), holds one whole
 // context, and refuses an append past its last block; fewer blocks than one context is refused up front.
 TEST(KvCache, PoolSizeFromTotalBlocks) {

@@ -496,6 +496,8 @@ TEST(Plan, ImpossibleValuesExitTwoNamingTheField) {
       {{"--threads", "-1"}, "platform.threads"},
       {{"--max-batch", "0"}, "runtime.max_batch"},
       {{"--dtype", "int8", "--numerics", "fast"}, "runtime.numerics"},  // int8 runs precise (f32) activations only
+      {{"--kv-dtype", "bf16"}, "runtime.kv_dtype"},  // the bf16 KV cache belongs to fast numerics
+      {{"--numerics", "fast", "--kv-dtype", "f16"}, "runtime.kv_dtype"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"plan", "--model", m};
@@ -531,11 +533,12 @@ TEST(Constraints, GoodFileWithOverrides) {
   mi_test::write_text(dir / "c.toml",
                       "[model]\npath = \"" + golden("qwen3-tiny").string() + "\"\n[platform]\nname = \"auto\"\ndtype = \"bf16\"\n"
                       "threads = 1\n[runtime]\nmode = \"serve\"\nmax_batch = 4\nmax_context = 256\nkv_block_size = 32\nkv_blocks = 20\n"
-                      "chunked_prefill = 64\n[targets]\nttft_ms = 100\ntpot_ms = 20.5\n");
+                      "chunked_prefill = 64\nnumerics = \"fast\"\nkv_dtype = \"bf16\"\n[targets]\nttft_ms = 100\ntpot_ms = 20.5\n");
   const auto r = metainfer({"plan", (dir / "c.toml").string(), "--threads", "2", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json c = json::parse(r.out).at("constraints");
   EXPECT_EQ(c.at("threads"), 2);  // the command line overrides the file
+  EXPECT_EQ(c.at("kv_dtype"), "bf16");
   EXPECT_EQ(c.at("max_batch"), 4);
   EXPECT_EQ(c.at("max_context"), 256);
   EXPECT_EQ(c.at("kv_block_size"), 32);
