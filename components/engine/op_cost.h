@@ -3,7 +3,7 @@
 //   weights: every element of the op's matrices once per call (bf16 2 bytes, f32 4, int8 1; an unknown dtype
 //            counts 0 and the report says so); activations f32 read and written once.
 //   attention: the cached keys and values of every position attended, once per KV head (a GQA group shares them;
-//            reading them again per query head is a loss the profile shows), plus the new rows stored, at the
+//            reading them again per query head is a loss the profile shows), plus the new rows read (f32) and stored, at the
 //            cache's element size (f32 4 bytes; bf16 2 in fast numerics with runtime.kv_dtype = "bf16"); FLOPs
 //            4 x head_dim per (query head, attended position): q.k and p.v.
 //   FLOPs: 2 per multiply-add; norms, rotary, residual and softmax counted with a small constant per element.

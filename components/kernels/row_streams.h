@@ -49,6 +49,15 @@ namespace {  // internal linkage, as prefetch_weights
 inline void prefetch_kv(const void* row) {
   _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(row) + kKvPrefetchBytes), _MM_HINT_T1);
 }
+// Whether the kernels prefetch at element `i` (a multiple of 16) of a K/V row of head_dim d with elements E: every
+// 16 elements, one f32 line; for bf16 rows every 32 (one line) when d is a multiple of 32, as the cache's rows then
+// start on a line, else every 16 (two prefetches per line). In the cache's layout (runtime/kv_cache.h) this reaches
+// every line of rows whose head_dim is a multiple of 8; other head dims or strides may leave a row's last line to the
+// hardware prefetchers (as before for f32), which costs time, never correctness.
+template <class E>
+inline bool kv_line_start(int i, int d) {
+  return sizeof(E) == 4 || d % 32 != 0 || i % 32 == 0;
+}
 }  // namespace
 
 // tile(first_row, group_rows): rows first_row + g * group_rows for g < R. one(row): a single row.

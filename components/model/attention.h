@@ -197,6 +197,19 @@ void decode_rows(runtime::ThreadPool& pool, const runtime::KvCache& cache, const
     }
   });
 }
+// The head shape against the cache's, and E against its element type: mi::Error before any work.
+template <class E>
+void check_cache(const runtime::KvCache& cache, const AttentionDims& dims) {
+  const int heads = dims.heads, kv_heads = dims.kv_heads, head_dim = dims.head_dim;
+  if (heads <= 0 || kv_heads <= 0 || head_dim <= 0 || heads % kv_heads != 0)
+    fail("attention: heads (", heads, ") must be a positive multiple of kv_heads (", kv_heads, ")");
+  if (kv_heads != cache.shape().kv_heads || head_dim != cache.shape().head_dim)
+    fail("attention: kv_heads ", kv_heads, " / head_dim ", head_dim, " do not match the KV cache (",
+         cache.shape().kv_heads, " / ", cache.shape().head_dim, ")");
+  if (cache.dtype() != runtime::kv_dtype_of<E>())
+    fail("attention: the KV cache holds ", runtime::kv_dtype_name(cache.dtype()), " keys and values; this attention reads ",
+         runtime::kv_dtype_name(runtime::kv_dtype_of<E>()));
+}
 }  // namespace detail
 
 //   q   [T, heads * head_dim] (rotary already applied)
@@ -215,15 +228,8 @@ template <class K, class E = float>
 void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, int seq, int layer,
                       const AttentionDims& dims, const float* q, int T, int first_position, float* out,
                       float* scores) {
+  detail::check_cache<E>(cache, dims);
   const int heads = dims.heads, kv_heads = dims.kv_heads, head_dim = dims.head_dim;
-  if (heads <= 0 || kv_heads <= 0 || head_dim <= 0 || heads % kv_heads != 0)
-    fail("attention: heads (", heads, ") must be a positive multiple of kv_heads (", kv_heads, ")");
-  if (kv_heads != cache.shape().kv_heads || head_dim != cache.shape().head_dim)
-    fail("attention: kv_heads ", kv_heads, " / head_dim ", head_dim, " do not match the KV cache (",
-         cache.shape().kv_heads, " / ", cache.shape().head_dim, ")");
-  if (cache.dtype() != runtime::kv_dtype_of<E>())
-    fail("attention: the KV cache holds ", runtime::kv_dtype_name(cache.dtype()), " keys and values; this attention reads ",
-         runtime::kv_dtype_name(runtime::kv_dtype_of<E>()));
   if (first_position < 0 || T < 0 || first_position + T > cache.length(seq))
     fail("attention: positions [", first_position, ", ", first_position + T, ") are not in the KV cache (length ",
          cache.length(seq), ")");
@@ -263,15 +269,8 @@ void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, 
 template <class K, class E = float>
 void decode_attention_batch(runtime::ThreadPool& pool, const runtime::KvCache& cache, const int* seqs, int B,
                             int layer, const AttentionDims& dims, const float* q, float* out, float* scores) {
+  detail::check_cache<E>(cache, dims);
   const int heads = dims.heads, kv_heads = dims.kv_heads, head_dim = dims.head_dim;
-  if (heads <= 0 || kv_heads <= 0 || head_dim <= 0 || heads % kv_heads != 0)
-    fail("attention: heads (", heads, ") must be a positive multiple of kv_heads (", kv_heads, ")");
-  if (kv_heads != cache.shape().kv_heads || head_dim != cache.shape().head_dim)
-    fail("attention: kv_heads ", kv_heads, " / head_dim ", head_dim, " do not match the KV cache (",
-         cache.shape().kv_heads, " / ", cache.shape().head_dim, ")");
-  if (cache.dtype() != runtime::kv_dtype_of<E>())
-    fail("attention: the KV cache holds ", runtime::kv_dtype_name(cache.dtype()), " keys and values; this attention reads ",
-         runtime::kv_dtype_name(runtime::kv_dtype_of<E>()));
   for (int b = 0; b < B; ++b)
     if (cache.length(seqs[b]) < 1) fail("attention: sequence ", seqs[b], " (row ", b, ") has no token in the KV cache");
   detail::decode_rows<K, E>(pool, cache, seqs, B, layer, dims, q, out, scores);

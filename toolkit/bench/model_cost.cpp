@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "constraints/constraints.h"
 #include "io/safetensors.h"
 
 namespace mi::bench {
@@ -60,9 +61,7 @@ ModelCost model_cost(const nlohmann::json& plan, const std::filesystem::path& ch
   c.head_dim = dims.contains("head_dim") ? dim(dims, "head_dim") : dim(dims, "hidden_size") / dim(dims, "num_attention_heads");
   c.vocab = dim(dims, "vocab_size");
   c.max_context = plan.at("constraints").value("max_context", 0);
-  const nlohmann::json& constraints = plan.at("constraints");
-  const bool bf16_kv = constraints.value("numerics", "precise") == "fast" && constraints.value("kv_dtype", "f32") == "bf16";
-  c.kv_bytes_per_position = 2.0 * c.layers * c.kv_heads * c.head_dim * (bf16_kv ? 2.0 : 4.0);
+  c.kv_bytes_per_position = 2.0 * c.layers * c.kv_heads * c.head_dim * constraints::kv_element_bytes(plan.at("constraints"));
 
   const io::WeightStore store = io::WeightStore::open(checkpoint);
   const io::TensorView* embed = nullptr;

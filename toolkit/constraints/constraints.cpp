@@ -251,6 +251,11 @@ Constraints resolve(const std::optional<fs::path>& file, const Overrides& o) {
   return c;
 }
 
+int kv_element_bytes(const nlohmann::json& constraints) {
+  const bool bf16 = constraints.value("numerics", "precise") == "fast" && constraints.value("kv_dtype", "f32") == "bf16";
+  return bf16 ? 2 : 4;
+}
+
 void check_kv_blocks(const Constraints& c, int max_context) {
   if (c.kv_blocks == 0 || max_context <= 0 || c.kv_block_size <= 0) return;
   const int needed = (max_context + c.kv_block_size - 1) / c.kv_block_size;

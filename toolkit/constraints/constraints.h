@@ -65,6 +65,11 @@ struct Overrides {
 // --kv-block-size, --kv-blocks, --prefix-cache, --chat, --chunked-prefill, --ttft-ms, --tpot-ms, --throughput, --memory-mb to `cmd`.
 void add_override_options(CLI::App* cmd, Overrides& overrides);
 
+// Bytes per cached key or value element of an engine running its default numerics, from a plan's or manifest's
+// "constraints" object: 2 when numerics = "fast" and kv_dtype = "bf16" (the bf16 KV cache), else 4 (kv_dtype absent:
+// an engine generated before the option, f32).
+int kv_element_bytes(const nlohmann::json& constraints);
+
 // Parses a constraints file (TOML). Relative model paths are relative to the file's directory.
 Constraints load_file(const std::filesystem::path& file);
 

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "constraints/constraints.h"
 #include "gates/gates.h"
 #include "gates/sandbox.h"
 #include "io/safetensors.h"
@@ -126,8 +127,10 @@ GateResult evidence_gate(const generator::Engine& engine, const GateOptions& opt
     const double rss_mb = double(peak_rss_kb) / 1024.0;  // 0: not measurable (no /usr/bin/time)
     const io::WeightStore store = io::WeightStore::open(checkpoint);
     const auto& dims = plan.at("model").at("dims");
-    // The KV cache the engine sizes at start for one sequence at max_context: f32 K and V for every layer.
-    const double kv_mb = 2.0 * 4.0 * dims.value("num_hidden_layers", 0) * dims.value("num_key_value_heads", 0) *
+    // The KV cache the engine sizes at start for one sequence at max_context: K and V for every layer, f32 or bf16
+    // (runtime.kv_dtype).
+    const double kv_mb = 2.0 * constraints::kv_element_bytes(plan.at("constraints")) * dims.value("num_hidden_layers", 0) *
+                         dims.value("num_key_value_heads", 0) *
                          dims.value("head_dim", 0) * double(context) / (1024.0 * 1024.0);
     g.evidence = {{"measured_by", "the gate runner: wall clock around whole sandboxed runs; peak RSS from /usr/bin/time, the engine's parent"},
                   {"prompt_tokens", prompt_tokens},

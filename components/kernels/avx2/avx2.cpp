@@ -462,13 +462,8 @@ void Avx2::axpy(float a, const float* x, float* y, int n) { axpy_row(a, x, y, n)
 // 9.5 ns per 128-dim key, AMD EPYC Zen 3, L1-resident, under load). Each key's arithmetic is the one-key loop's, in
 // the same order, so the grouping does not change a score. Keys and values are f32 or bf16 (E; fast numerics' KV
 // cache), widened exactly by load8 / widen1: a bf16 row gives what the f32 kernel gives for the widened row.
-// Every line of the rows is prefetched kKvPrefetchBytes ahead (row_streams.h): one prefetch per 16 elements (one
-// f32 line, half a bf16 line: a bf16 row of 32-element multiples needs only every other one).
+// The rows are prefetched kKvPrefetchBytes ahead, once per line where kv_line_start says (row_streams.h).
 namespace {
-template <class E>
-inline bool kv_line_start(int i, int d) {
-  return sizeof(E) == 4 || d % 32 != 0 || i % 32 == 0;
-}
 
 template <class E>
 inline float key_score(const float* q, const E* kj, int d16, int d, __m256 acc0, __m256 acc1, float scale) {

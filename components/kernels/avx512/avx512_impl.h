@@ -507,14 +507,7 @@ inline float dot(const float* a, const float* b, int n) {
 // 118 ns per call vs 21 ns). Both forms do the same operations in the same order: the scores are bitwise equal.
 // Keys and values are f32 or bf16 (E; fast numerics' KV cache): load16 widens bf16 exactly, so a bf16 row gives the
 // scores the f32 kernel gives for the widened row, bitwise.
-//
-// Every cache line of the K/V rows is prefetched kKvPrefetchBytes ahead (row_streams.h): one prefetch per 16-element
-// chunk, which is one line of f32; bf16 rows of whole lines (d a multiple of 32: 64-byte rows, and the cache's
-// spans start on a line) need one per other chunk, otherwise every chunk is prefetched so no line is missed.
-template <class E>
-inline bool kv_line_start(int chunk, int d) {
-  return sizeof(E) == 4 || d % 32 != 0 || chunk % 2 == 0;
-}
+// The K/V rows are prefetched kKvPrefetchBytes ahead, once per line where kv_line_start says (row_streams.h).
 
 template <int C, class E>
 inline void scores16_fixed(const float* q, const E* k, size_t ldk, __m512 sv, float* s) {
@@ -522,7 +515,7 @@ inline void scores16_fixed(const float* q, const E* k, size_t ldk, __m512 sv, fl
   for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
   for (int c = 0; c < C; ++c) {
     const __m512 qv = _mm512_loadu_ps(q + 16 * c);
-    if (kv_line_start<E>(c, 16 * C))
+    if (kv_line_start<E>(16 * c, 16 * C))
       for (int t = 0; t < 16; ++t) prefetch_kv(k + size_t(t) * ldk + 16 * c);
     for (int t = 0; t < 16; ++t) acc[t] = _mm512_fmadd_ps(qv, load16(k + size_t(t) * ldk + 16 * c), acc[t]);
   }
@@ -540,7 +533,7 @@ inline void scores16_any(const float* q, const E* k, size_t ldk, int d, __m512 s
   for (int c = 0; c < chunks; ++c) {
     const __mmask16 m = mask16(d - 16 * c);
     const __m512 qv = _mm512_maskz_loadu_ps(m, q + 16 * c);
-    if (kv_line_start<E>(c, d))
+    if (kv_line_start<E>(16 * c, d))
       for (int t = 0; t < 16; ++t) prefetch_kv(k + size_t(t) * ldk + 16 * c);
     for (int t = 0; t < 16; ++t) acc[t] = _mm512_fmadd_ps(qv, load16(k + size_t(t) * ldk + 16 * c, m), acc[t]);
   }
@@ -567,7 +560,7 @@ inline void attention_scores(const float* q, const E* k, size_t ldk, int n, int 
   for (; j < n; ++j) {
     __m512 acc = _mm512_setzero_ps();
     for (int c = 0; c < chunks; ++c)
-      if (kv_line_start<E>(c, d)) prefetch_kv(k + size_t(j) * ldk + 16 * c);
+      if (kv_line_start<E>(16 * c, d)) prefetch_kv(k + size_t(j) * ldk + 16 * c);
     for (int c = 0; c < chunks; ++c) {
       const __mmask16 m = mask16(d - 16 * c);
       acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * c), load16(k + size_t(j) * ldk + 16 * c, m), acc);
@@ -588,7 +581,7 @@ inline void values_pass(const float* p, const E* v, size_t ldv, int n, int d, fl
     const __m512 pj = _mm512_set1_ps(p[j]);
     const E* vj = v + size_t(j) * ldv;
     for (int c = 0; c < W; ++c)
-      if (kv_line_start<E>(c, d)) prefetch_kv(vj + 16 * c);
+      if (kv_line_start<E>(16 * c, d)) prefetch_kv(vj + 16 * c);
     for (int c = 0; c < W; ++c) acc[c] = _mm512_fmadd_ps(pj, load16(vj + 16 * c), acc[c]);
   }
   for (int c = 0; c < W; ++c) _mm512_storeu_ps(out + 16 * c, acc[c]);
@@ -607,7 +600,7 @@ inline void values_pass_masked(const float* p, const E* v, size_t ldv, int n, in
     const __m512 pj = _mm512_set1_ps(p[j]);
     const E* vj = v + size_t(j) * ldv;
     for (int c = 0; c < chunks; ++c)
-      if (kv_line_start<E>(c, d)) prefetch_kv(vj + 16 * c);
+      if (kv_line_start<E>(16 * c, d)) prefetch_kv(vj + 16 * c);
     for (int c = 0; c < 8; ++c)
       if (c < chunks) acc[c] = _mm512_fmadd_ps(pj, load16(vj + 16 * c, m[c]), acc[c]);
   }

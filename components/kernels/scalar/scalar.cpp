@@ -57,15 +57,16 @@ float Scalar::dot(const float* a, const float* b, int n) {
 void Scalar::axpy(float a, const float* x, float* y, int n) {
   for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
-// Keys / values f32 or bf16 (widened exactly): the loops of dot and axpy, so a bf16 row gives the f32 result of
-// its widened row.
+// Keys / values f32 or bf16 (widened exactly), one explicit FMA per element: a bf16 row gives the f32 result of its
+// widened row whatever the compiler's contraction (engines build this level with -mfma, where GCC fused one
+// instantiation's `acc += a * b` and not the other's).
 namespace {
 template <class E>
 void scores_impl(const float* q, const E* k, std::size_t ldk, int n, int d, float scale, float* s) {
   for (int j = 0; j < n; ++j) {
     const E* kj = k + std::size_t(j) * ldk;
     float acc = 0.0f;
-    for (int i = 0; i < d; ++i) acc += q[i] * widen(kj[i]);
+    for (int i = 0; i < d; ++i) acc = std::fma(q[i], widen(kj[i]), acc);
     s[j] = acc * scale;
   }
 }
@@ -73,7 +74,7 @@ template <class E>
 void values_impl(const float* p, const E* v, std::size_t ldv, int n, int d, float* out) {
   for (int j = 0; j < n; ++j) {
     const E* vj = v + std::size_t(j) * ldv;
-    for (int i = 0; i < d; ++i) out[i] += p[j] * widen(vj[i]);
+    for (int i = 0; i < d; ++i) out[i] = std::fma(p[j], widen(vj[i]), out[i]);
   }
 }
 }  // namespace

@@ -22,7 +22,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/error.h"
 #include "io/safetensors.h"
+#include "runtime/kv_cache.h"
 
 // Allocations so far in this test executable (allocation_count.cpp replaces operator new with a counting one).
 long allocation_count();
@@ -157,6 +159,29 @@ void fast_teacher_forced_logits(const std::string& case_name, bool offered) {
   }
 }
 
+// The KV cache holds what the constraints asked for: bf16 keys and values in fast numerics when runtime.kv_dtype =
+// "bf16" (half the bytes), f32 otherwise and always in precise numerics; rows written by a forward step read back as
+// that type only.
+template <class Model>
+void kv_cache_dtype_follows_the_constraints(const std::string& case_name, bool bf16_in_fast) {
+  const GoldenCase golden = load_case(case_name);
+  Model fast(golden.dir, options(true)), precise(golden.dir, options(false));
+  const mi::runtime::KvDtype expected = bf16_in_fast ? mi::runtime::KvDtype::bf16 : mi::runtime::KvDtype::f32;
+  EXPECT_EQ(fast.kv_cache().dtype(), expected);
+  EXPECT_EQ(precise.kv_cache().dtype(), mi::runtime::KvDtype::f32);
+  EXPECT_EQ(fast.kv_cache().bytes() * (bf16_in_fast ? 2 : 1), precise.kv_cache().bytes());
+  const Prompt& p = golden.prompts.front();
+  std::vector<float> logits(static_cast<std::size_t>(fast.vocab_size()));
+  const int seq = fast.new_sequence();
+  fast.forward(seq, p.prompt_ids.data(), int(p.prompt_ids.size()), logits.data(), false);
+  if (bf16_in_fast) {
+    EXPECT_NE(fast.kv_cache().template key<mi::bf16_t>(seq, 0, 0, 0), nullptr);
+    EXPECT_THROW(fast.kv_cache().key(seq, 0, 0, 0), mi::Error);
+  } else {
+    EXPECT_NE(fast.kv_cache().key(seq, 0, 0, 0), nullptr);
+  }
+}
+
 // Prefill in chunks of 4 (and token by token) gives the logits of one prefill, and a sequence slot that is freed
 // and reused starts from a clean cache and clean recurrent state.
 template <class Model>
@@ -186,10 +211,10 @@ void chunked_prefill_and_reuse(const std::string& case_name) {
 // greedy ids, batched in one model and one at a time in another. The kernels accumulate every batch row as the lone
 // matrix-vector product does, so this is exact in practice; 1e-5 leaves room only for summation order.
 template <class Model>
-void batched_decode_equals_decoding_alone(const std::string& case_name) {
+void batched_decode_equals_decoding_alone(const std::string& case_name, bool fast = false) {
   const GoldenCase golden = load_case(case_name);
   const int B = int(std::min<std::size_t>(3, golden.prompts.size()));
-  Model batched(golden.dir, options(false, B)), alone(golden.dir, options(false, B));
+  Model batched(golden.dir, options(fast, B)), alone(golden.dir, options(fast, B));
   const int V = batched.vocab_size();
   std::vector<float> logits(std::size_t(kMaxContext) * std::size_t(V)), one(static_cast<std::size_t>(V));
   std::vector<int> seq_b(B), seq_a(B);

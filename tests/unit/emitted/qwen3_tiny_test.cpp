@@ -15,5 +15,9 @@ TEST(EmittedQwen3Tiny, ChunkedPrefillEqualsOnePrefillAndReusedSlotsStartClean) {
   emitted_test::chunked_prefill_and_reuse<Model>(kCase);
 }
 TEST(EmittedQwen3Tiny, DecodeStepAllocatesNothing) { emitted_test::decode_allocates_nothing<Model>(kCase); }
+TEST(EmittedQwen3Tiny, KvCacheIsF32ByDefault) {
+  static_assert(!emitted_qwen3_tiny::config::kBf16KvInFast, "runtime.kv_dtype defaults to f32");
+  emitted_test::kv_cache_dtype_follows_the_constraints<Model>(kCase, false);
+}
 TEST(EmittedQwen3Tiny, BatchedDecodeEqualsDecodingAlone) { emitted_test::batched_decode_equals_decoding_alone<Model>(kCase); }
 }  // namespace

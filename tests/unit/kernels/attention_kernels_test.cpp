@@ -67,11 +67,6 @@ TYPED_TEST(AttentionKernelsTest, Bf16RowsGiveTheF32ResultOfTheWidenedRows) {
   using K = TypeParam;
   MI_SKIP_IF_UNSUPPORTED(K);
   uint32_t seed = 300;
-  auto to_bf16 = [](const std::vector<float>& x) {
-    std::vector<bf16_t> b(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) b[i] = f32_to_bf16(x[i]);
-    return b;
-  };
   auto widened = [](const std::vector<bf16_t>& b) {
     std::vector<float> x(b.size());
     for (std::size_t i = 0; i < b.size(); ++i) x[i] = bf16_to_f32(b[i]);
@@ -81,8 +76,8 @@ TYPED_TEST(AttentionKernelsTest, Bf16RowsGiveTheF32ResultOfTheWidenedRows) {
     for (int d : kHeadDims) {
       const std::size_t ld = std::size_t(d) + 3;
       const auto q = random_floats(std::size_t(d), -1.0f, 1.0f, seed++);
-      const auto kb = to_bf16(random_floats(std::size_t(n) * ld, -1.0f, 1.0f, seed++));
-      const auto vb = to_bf16(random_floats(std::size_t(n) * ld, -1.0f, 1.0f, seed++));
+      const auto kb = to_bf16_vector(random_floats(std::size_t(n) * ld, -1.0f, 1.0f, seed++));
+      const auto vb = to_bf16_vector(random_floats(std::size_t(n) * ld, -1.0f, 1.0f, seed++));
       const auto kw = widened(kb), vw = widened(vb);
       std::vector<float> s(std::size_t(n) + 1, 42.0f), s_ref(std::size_t(n) + 1, 42.0f);
       K::attention_scores(q.data(), kb.data(), ld, n, d, 0.125f, s.data());
