@@ -225,11 +225,15 @@ inline void dot_rows(const typename Ops::W* w, size_t ld, const typename Ops::X*
     return;
   }
   // Blocks of R adjacent rows, what comes next prefetched. When the T tokens' activations exceed 32 KiB, they are
-  // walked in column spans (T x kSpan f32, 16 KiB at T = 8) that stay in L1 while a panel of kDotPanel blocks reads
-  // them; across spans each block's accumulators wait in `carry` (dot_block). Measured on one Zen 5 core, 8 tokens,
-  // 3 x 8 accumulators: 1024 x 3072 with 512-column spans 97-113 GFLOP/s, without 87-90; 3072 x 1024 in one span
-  // 143-147, in 512-column spans 110-115; 256-column spans 89-96 on both.
-  constexpr int kSpan = 512, kDotPanel = 8;
+  // walked in column spans of kSpan that a panel of kDotPanel blocks reads while they sit in L1 or L2; across spans
+  // each block's accumulators wait in `carry` (dot_block), so the sums are the same whatever the span. Measured on one
+  // Zen 5 core, 8 tokens, 3 x 8 accumulators: 1024 x 3072 with 512-column spans 97-113 GFLOP/s, without 87-90;
+  // 3072 x 1024 in one span 143-147, in 512-column spans 110-115; 256-column spans 89-96 on both. On AMD Zen 4 (2
+  // threads, 28 distinct matrices streamed, medians of 9 alternated rounds) 1024-column spans beat 512 wherever rows
+  // are split: 1024 x 3072 fast (VDPBF16PS) T = 6 8.56 -> 7.05 ms, T = 8 10.09 -> 8.17; precise (FMA, f32 tokens)
+  // T = 4 8.21 -> 6.80, T = 8 12.50 -> 11.14; 1024 x 2048 precise T = 6/8 7.07/7.68 -> 5.94/6.46; unsplit shapes
+  // unchanged (experience OPT-021).
+  constexpr int kSpan = 1024, kDotPanel = 8;
   const int span = size_t(T) * size_t(cols) * sizeof(typename Ops::X) <= 32768 ? cols : kSpan;
   static_assert(kSpan % (2 * Ops::kStep) == 0, "a span ends on a full step");
   alignas(64) __m512 carry[kDotPanel][T * R];
