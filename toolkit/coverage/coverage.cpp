@@ -617,7 +617,8 @@ std::string Plan::to_text() const {
   out << "weights   " << weight_count << " tensors, " << weight_bytes / (1024.0 * 1024.0) << " MiB, " << weight_dtype << "\n";
   out << "platform  " << platform << " (kernels " << kernel_level << ", dtype " << dtype << ", threads " << threads
       << (host_supported ? ", runs on this host" : ", NOT runnable on this host") << ")\n";
-  out << "runtime   mode " << constraints.mode << ", numerics " << constraints.numerics << ", max_batch "
+  out << "runtime   mode " << constraints.mode << ", numerics " << constraints.numerics
+      << (constraints.kv_dtype == "bf16" ? " (bf16 KV cache)" : "") << ", max_batch "
       << constraints.max_batch << ", max_context " << constraints.max_context << ", kv_block " << constraints.kv_block_size
       << ", kv_blocks " << (constraints.kv_blocks ? std::to_string(constraints.kv_blocks) : std::string("max_batch x max_context"))
       << ", chunked_prefill " << constraints.chunked_prefill << "\n\n";
