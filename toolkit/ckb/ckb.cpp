@@ -215,6 +215,7 @@ Family read_family(const fs::path& file) {
     TomlReader fr = r.sub("forward", *fwd);
     f.forward_layer = fr.strings("layer", !root.contains("layer_kinds"));
     f.forward_final = fr.strings("final", true);
+    f.fast_f32_inputs = fr.strings("fast_f32_inputs");
   }
   f.features = r.strings("features");
   r.each_table("layer_kinds", [&](const TomlReader& t) {

@@ -82,6 +82,9 @@ struct Family {
   std::map<std::string, std::string> architecture;                 // norm, qk_norm, rope, attention, mlp, ...
   std::vector<std::string> requires_contracts;
   std::vector<std::string> forward_layer, forward_final;
+  // [forward].fast_f32_inputs: steps whose matmul inputs stay f32 in fast numerics, where this family's models
+  // amplify bf16 rounding beyond the fast bound (experience NUM-FAST-001/002). Every other matmul input is rounded.
+  std::vector<std::string> fast_f32_inputs;
   std::vector<LayerKind> layer_kinds;  // empty: every layer is [forward].layer
   // Signal ids (ckb/signals) whose feature this family's knowledge and components handle: such a signal firing on
   // the family's checkpoint is no gap when its missing_contract is implemented and required by the family.

@@ -118,6 +118,27 @@ TEST(CkbCheck, LayerKindMistakesFail) {
   EXPECT_NE(r3.out.find("\"linear_attention\" has 2 mixer layer kinds"), std::string::npos) << r3.out;
 }
 
+// [forward].fast_f32_inputs (experience NUM-FAST-001/002) names steps the family runs whose matmul inputs the
+// generator then keeps f32 in fast numerics: a step the family does not run fails lint, one that rounds no matmul
+// input fails generation, both naming the step.
+TEST(CkbCheck, FastF32InputsNameARoundingStepTheFamilyRuns) {
+  mi_test::TempDir dir("ckb-fast-f32-unknown");
+  const fs::path ckb = planted(dir, "families/llama.toml", "fast_f32_inputs = [\"qkv_proj\"]", "fast_f32_inputs = [\"qg_proj\"]");
+  const auto r = metainfer({"ckb", "check", "--ckb", ckb.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("families/llama.toml"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("forward.fast_f32_inputs[0]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step 'qg_proj' is not in the family's forward steps"), std::string::npos) << r.out;
+
+  mi_test::TempDir dir2("ckb-fast-f32-rope");
+  const fs::path ckb2 = planted(dir2, "families/llama.toml", "fast_f32_inputs = [\"qkv_proj\"]", "fast_f32_inputs = [\"rope\"]");
+  ASSERT_EQ(metainfer({"ckb", "check", "--ckb", ckb2.string()}).exit_code, 0);
+  const auto g = metainfer({"generate", "--ckb", ckb2.string(), "--model", mi_test::golden("llama-tiny").string(), "--no-verify",
+                            "-o", (dir2 / "engine").string()});
+  EXPECT_NE(g.exit_code, 0);
+  EXPECT_NE(g.err.find("fast_f32_inputs names step 'rope', which rounds no matmul input"), std::string::npos) << g.out << g.err;
+}
+
 // The step vocabulary is knowledge: each contract declares the forward steps its components implement (`steps`) and
 // lint, coverage and the generator key on it. Every step the generator's table can write is declared by exactly one
 // contract, and every step a family uses is one the generator can write; a step declared twice, or a family step no
