@@ -270,7 +270,6 @@ template <class K, class E = float>
 void decode_attention_batch(runtime::ThreadPool& pool, const runtime::KvCache& cache, const int* seqs, int B,
                             int layer, const AttentionDims& dims, const float* q, float* out, float* scores) {
   detail::check_cache<E>(cache, dims);
-  const int heads = dims.heads, kv_heads = dims.kv_heads, head_dim = dims.head_dim;
   for (int b = 0; b < B; ++b)
     if (cache.length(seqs[b]) < 1) fail("attention: sequence ", seqs[b], " (row ", b, ") has no token in the KV cache");
   detail::decode_rows<K, E>(pool, cache, seqs, B, layer, dims, q, out, scores);

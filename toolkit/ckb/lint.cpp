@@ -209,6 +209,11 @@ class Linter {
         if (!contains(used, f.fast_f32_inputs[i]))
           error(f.source, "forward.fast_f32_inputs[" + std::to_string(i) + "]",
                 "step '" + f.fast_f32_inputs[i] + "' is not in the family's forward steps");
+      // Without q/k norms the scores follow every bf16 rounding of the q/k/v input (experience NUM-FAST-001).
+      if (contains(used, "qkv_proj") && !contains(used, "qk_norm") && !contains(f.fast_f32_inputs, "qkv_proj"))
+        error(f.source, "forward.fast_f32_inputs",
+              "the family runs qkv_proj without qk_norm: fast numerics must keep its input f32 (list \"qkv_proj\"; "
+              "experience NUM-FAST-001)");
     }
   }
 

@@ -35,7 +35,8 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 
 // The code of a step the family lists in [forward].fast_f32_inputs: its matmul inputs take the precise (f32) path in
 // both numerics, where that family's models amplify bf16 rounding beyond the fast bound (experience NUM-FAST-001/002).
-// A step whose code rounds nothing cannot be listed: mi::Error names it.
+// A step whose code rounds nothing, or keeps a numerics-dependent call this rewrite does not know, cannot be listed:
+// mi::Error names it.
 std::string with_f32_matmul_inputs(const std::string& step, const std::string& code) {
   const std::string precise = "mi::model::Numerics::precise";
   std::string out = replace_all(code, "matmul_input<K, N>(", "matmul_input<K, " + precise + ">(");
@@ -45,6 +46,12 @@ std::string with_f32_matmul_inputs(const std::string& step, const std::string& c
   out = replace_all(out, "  // x is consumed before act is rounded", "");  // nothing is rounded
   if (out == code)
     fail("[forward].fast_f32_inputs names step '" + step + "', which rounds no matmul input in fast numerics");
+  // Anything still templated on the numerics (other than the KV cache element) would keep its rounding silently.
+  if (const std::string rest = replace_all(out, "KvRow<N>", "");
+      rest.find("<N>") != std::string::npos || rest.find(", N>") != std::string::npos)
+    fail("[forward].fast_f32_inputs names step '" + step +
+         "', whose code keeps a numerics-dependent call the generator cannot make f32 (it rewrites matmul_input, "
+         "swiglu_mlp and rounded<N>)");
   return "// f32 matmul inputs in both numerics ([forward].fast_f32_inputs)\n" + out;
 }
 
@@ -807,7 +814,8 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
       const ForwardStep& fs = *find_forward_step(step);
       chain += (chain.empty() ? "" : " -> ") + step;
       std::string cc = fs.chunk, bc = fs.batch.empty() ? fs.chunk : fs.batch;
-      if ((std::count(family.fast_f32_inputs.begin(), family.fast_f32_inputs.end(), step) > 0))
+      const bool f32_inputs = std::count(family.fast_f32_inputs.begin(), family.fast_f32_inputs.end(), step) > 0;
+      if (f32_inputs)
         for (std::string* code : {&cc, &bc}) *code = with_f32_matmul_inputs(step, *code);
       std::vector<std::string> used = fs.buffers;
       if (!has_qk_norm) {  // without q/k norms the projections write the rotated buffers directly
@@ -815,7 +823,7 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
         for (auto& b : used) b = b == "q_raw_" ? "q_" : b == "k_raw_" ? "k_" : b;
       }
       buffers.insert(used.begin(), used.end());
-      widths.insert(widths.end(), fs.matmul_input_widths.begin(), fs.matmul_input_widths.end());
+      if (!f32_inputs) widths.insert(widths.end(), fs.matmul_input_widths.begin(), fs.matmul_input_widths.end());
       const std::string index = op_index(step);
       chunk += "    // " + step + "\n" + timed("    ", index, cc);
       batch += "    // " + step + "\n" + timed("    ", index, bc);
@@ -840,8 +848,9 @@ std::string emit_model(const ckb::Family& family, const coverage::Plan& plan, co
     const ForwardStep& fs = *find_forward_step(step);
     final_list += (final_list.empty() ? "" : " -> ") + step;
     buffers.insert(fs.buffers.begin(), fs.buffers.end());
-    widths.insert(widths.end(), fs.matmul_input_widths.begin(), fs.matmul_input_widths.end());
-    const std::string code = (std::count(family.fast_f32_inputs.begin(), family.fast_f32_inputs.end(), step) > 0) ? with_f32_matmul_inputs(step, fs.chunk) : fs.chunk;
+    const bool f32_inputs = std::count(family.fast_f32_inputs.begin(), family.fast_f32_inputs.end(), step) > 0;
+    if (!f32_inputs) widths.insert(widths.end(), fs.matmul_input_widths.begin(), fs.matmul_input_widths.end());
+    const std::string code = f32_inputs ? with_f32_matmul_inputs(step, fs.chunk) : fs.chunk;
     const bool uses_in = code.find("In*") != std::string::npos;
     // One block per step (no block directly inside another: clang-format 14 reads `{ {` as a braced list).
     final_steps += "    // " + step + "\n" +

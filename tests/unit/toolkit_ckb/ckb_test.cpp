@@ -131,12 +131,49 @@ TEST(CkbCheck, FastF32InputsNameARoundingStepTheFamilyRuns) {
   EXPECT_NE(r.out.find("step 'qg_proj' is not in the family's forward steps"), std::string::npos) << r.out;
 
   mi_test::TempDir dir2("ckb-fast-f32-rope");
-  const fs::path ckb2 = planted(dir2, "families/llama.toml", "fast_f32_inputs = [\"qkv_proj\"]", "fast_f32_inputs = [\"rope\"]");
+  const fs::path ckb2 =
+      planted(dir2, "families/llama.toml", "fast_f32_inputs = [\"qkv_proj\"]", "fast_f32_inputs = [\"qkv_proj\", \"rope\"]");
   ASSERT_EQ(metainfer({"ckb", "check", "--ckb", ckb2.string()}).exit_code, 0);
   const auto g = metainfer({"generate", "--ckb", ckb2.string(), "--model", mi_test::golden("llama-tiny").string(), "--no-verify",
                             "-o", (dir2 / "engine").string()});
   EXPECT_NE(g.exit_code, 0);
   EXPECT_NE(g.err.find("fast_f32_inputs names step 'rope', which rounds no matmul input"), std::string::npos) << g.out << g.err;
+
+  // A family running qkv_proj without qk_norm must keep that input f32 (NUM-FAST-001): dropping the entry fails lint.
+  mi_test::TempDir dir3("ckb-fast-f32-missing");
+  const fs::path ckb3 = planted(dir3, "families/llama.toml", "fast_f32_inputs = [\"qkv_proj\"]", "");
+  const auto r3 = metainfer({"ckb", "check", "--ckb", ckb3.string()});
+  EXPECT_EQ(r3.exit_code, 1);
+  EXPECT_NE(r3.out.find("runs qkv_proj without qk_norm"), std::string::npos) << r3.out;
+}
+
+// The effect itself, read from the generated model.h of the real CKB: the listed steps take the precise (f32) matmul
+// input in every numerics, the steps not listed still round in fast numerics.
+TEST(CkbFamilies, GeneratedEnginesKeepTheListedMatmulInputsF32) {
+  auto block = [](const std::string& text, const std::string& step) {
+    const auto begin = text.find("    // " + step + "\n");
+    EXPECT_NE(begin, std::string::npos) << step;
+    if (begin == std::string::npos) return std::string();
+    return text.substr(begin, text.find("\n    // ", begin + 1) - begin);
+  };
+  const std::string precise_in = "<K, mi::model::Numerics::precise>(";
+  mi_test::TempDir dir("fast-f32-emitted");
+  for (const char* c : {"llama-tiny", "qwen3_5-tiny"}) {
+    SCOPED_TRACE(c);
+    const fs::path out = dir / c;
+    ASSERT_EQ(metainfer({"generate", "--model", mi_test::golden(c).string(), "--numerics", "fast", "--no-verify", "-o", out.string()}).exit_code, 0);
+    const std::string model = read(out / "src" / "model.h");
+    const bool llama = std::string(c) == "llama-tiny";
+    const std::string kept = block(model, llama ? "qkv_proj" : "swiglu_mlp");
+    EXPECT_NE(kept.find(precise_in), std::string::npos) << kept;
+    EXPECT_EQ(kept.find("<K, N>"), std::string::npos) << kept;
+    EXPECT_EQ(kept.find("rounded<N>"), std::string::npos) << kept;
+    const std::string rounded = block(model, llama ? "o_proj" : "qg_proj");
+    EXPECT_NE(rounded.find("matmul_input<K, N>("), std::string::npos) << rounded;
+    if (llama) {
+      EXPECT_NE(block(model, "swiglu_mlp").find("swiglu_mlp<K, N>("), std::string::npos);
+    }
+  }
 }
 
 // The step vocabulary is knowledge: each contract declares the forward steps its components implement (`steps`) and
