@@ -163,9 +163,22 @@ TEST(EngineCli, VersionJsonWorksWithoutModel) {
   EXPECT_EQ(j.at("family"), "qwen3");
   EXPECT_EQ(j.at("kernel_level"), "avx2");
   EXPECT_EQ(j.at("metainfer_version"), "0.0.0-test");
+  EXPECT_EQ(j.at("default_mode"), info.fast_numerics_default ? "fast" : "precise");
+  EXPECT_EQ(j.at("fast_kv_dtype"), "f32");
+  EXPECT_EQ(j.at("weight_dtype"), info.weight_dtype);
   const CliRun text = run_cli(info, {"--version"});
   EXPECT_EQ(text.code, 0);
   EXPECT_NE(text.out.find(info.manifest_sha256), std::string::npos);
+  EXPECT_NE(text.out.find("KV cache in fast mode f32"), std::string::npos) << text.out;
+
+  // A fast engine planned with runtime.kv_dtype = "bf16" says so.
+  mi::engine::EngineInfo fast = info;
+  fast.fast_numerics_default = true;
+  fast.bf16_kv_in_fast = true;
+  const nlohmann::json jf = nlohmann::json::parse(run_cli(fast, {"--version", "--json"}).out);
+  EXPECT_EQ(jf.at("default_mode"), "fast");
+  EXPECT_EQ(jf.at("fast_kv_dtype"), "bf16");
+  EXPECT_NE(run_cli(fast, {"--version"}).out.find("default mode fast; KV cache in fast mode bf16"), std::string::npos);
   EXPECT_EQ(mi_test::TestModel::live_sequences, 0);
 }
 
