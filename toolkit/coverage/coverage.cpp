@@ -439,6 +439,7 @@ Plan detect(const ckb::Ckb& ckb, const constraints::Constraints& c, const platfo
     plan.fast_numerics = false;
     plan.fast_numerics_withheld = "mixture-of-experts routing flips under bf16 activations (ckb/experience HYBRID-005)";
   }
+  if (plan.fast_numerics && family) plan.fast_f32_inputs = family->fast_f32_inputs;
   if (c.numerics == "fast" && !plan.fast_numerics && !int8)
     fail(c.source, ": field 'runtime.numerics': \"fast\" (bf16 activations) is not offered for this model: ",
          plan.fast_numerics_withheld, "; use \"precise\"");
@@ -592,7 +593,8 @@ json Plan::to_json() const {
             {"threads", threads},
             {"dtype", dtype},
             {"fast_numerics", fast_numerics},
-            {"fast_numerics_withheld", fast_numerics_withheld}}},
+            {"fast_numerics_withheld", fast_numerics_withheld},
+            {"fast_f32_inputs", fast_f32_inputs}}},
           {"requirements", reqs},
           {"gaps", gaps_json},
           {"notes", notes}};
@@ -618,7 +620,13 @@ std::string Plan::to_text() const {
   out << "platform  " << platform << " (kernels " << kernel_level << ", dtype " << dtype << ", threads " << threads
       << (host_supported ? ", runs on this host" : ", NOT runnable on this host") << ")\n";
   out << "runtime   mode " << constraints.mode << ", numerics " << constraints.numerics
-      << (constraints.kv_dtype == "bf16" ? " (bf16 KV cache)" : "") << ", max_batch "
+      << (constraints.kv_dtype == "bf16" ? " (bf16 KV cache)" : "");
+  if (constraints.numerics == "fast" && !fast_f32_inputs.empty()) {  // the inputs kept f32 (NUM-FAST-001/002)
+    out << " (f32 inputs kept:";
+    for (std::size_t i = 0; i < fast_f32_inputs.size(); ++i) out << (i ? ", " : " ") << fast_f32_inputs[i];
+    out << ")";
+  }
+  out << ", max_batch "
       << constraints.max_batch << ", max_context " << constraints.max_context << ", kv_block " << constraints.kv_block_size
       << ", kv_blocks " << (constraints.kv_blocks ? std::to_string(constraints.kv_blocks) : std::string("max_batch x max_context"))
       << ", chunked_prefill " << constraints.chunked_prefill << "\n\n";

@@ -47,6 +47,9 @@ struct Plan {
   // (fast_numerics_withheld says why, e.g. HYBRID-005 for mixture-of-experts routing).
   bool fast_numerics = false;
   std::string fast_numerics_withheld;
+  // Where fast numerics is offered: the steps whose matmul inputs stay f32 in it (the family's
+  // [forward].fast_f32_inputs; experience NUM-FAST-001/002), so the plan says what "fast" rounds.
+  std::vector<std::string> fast_f32_inputs;
   bool tokenizer_present = false, chat_template_present = false;
   bool chat = false;  // the engine carries the chat template interpreter: runtime.chat and a template to run
   // platform

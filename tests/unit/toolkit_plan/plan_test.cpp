@@ -237,6 +237,8 @@ TEST(Plan, Qwen35IsCovered) {
                              "swiglu_mlp", "rmsnorm_one_plus_w", "rotary_embedding_mrope"})
     EXPECT_TRUE(contracts.count(needed)) << needed;
   EXPECT_TRUE(plan.at("platform").at("fast_numerics").get<bool>());
+  // What fast numerics keeps f32 in this family (NUM-FAST-002), said in the plan.
+  EXPECT_EQ(plan.at("platform").at("fast_f32_inputs"), nlohmann::json({"swiglu_mlp"}));
 }
 
 // HYBRID-003: a layer-kind step the generator's step table lacks is a gap naming the kind and its layers (planted:
@@ -274,6 +276,7 @@ TEST(Plan, Qwen3NextIsCoveredWithoutFastNumerics) {
   EXPECT_EQ(plan.at("model").at("family"), "qwen3_next");
   EXPECT_TRUE(plan.at("gaps").empty()) << plan.at("gaps").dump(1);
   EXPECT_FALSE(plan.at("platform").at("fast_numerics").get<bool>());
+  EXPECT_TRUE(plan.at("platform").at("fast_f32_inputs").empty());
   EXPECT_NE(plan.at("platform").at("fast_numerics_withheld").get<std::string>().find("HYBRID-005"), std::string::npos);
   const auto fast = metainfer({"plan", "--model", golden("qwen3_next-tiny").string(), "--numerics", "fast"});
   EXPECT_EQ(fast.exit_code, 2) << fast.out << fast.err;
