@@ -30,7 +30,7 @@ void print_report(const gates::Report& report, const generator::Engine& engine, 
 void register_verify_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("verify", "Run the gates (L0, L1/L2 per stage, PASS_VERIFIED, L3) on an engine directory");
   struct Options {
-    std::string dir, only, reports_dir;
+    std::string dir, only, reports_dir, draw_seed;
     std::vector<std::string> golden, hide;
     int threads = 2;
     bool json = false, allow_modified = false, prebuilt = false;
@@ -44,6 +44,9 @@ void register_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--only", opts->only, "run only gates whose id starts with this (e.g. L0, L1, PASS_VERIFIED, L3)");
   cmd->add_option("--threads", opts->threads, "engine threads for the gate runs")->capture_default_str();
   cmd->add_flag("--json", opts->json, "print the report as one JSON object");
+  cmd->add_option("--draw-seed", opts->draw_seed,
+                  "seed of the acceptance gate's random checkpoints (perturbed copy, fresh weights): replays the draws "
+                  "of a run whose PASS_VERIFIED evidence reported this draw_seed (default: fresh entropy)");
   cmd->add_option("--reports-dir", opts->reports_dir,
                   "write verification.{json,md} here instead of DIR/reports (the agents' stage gate keeps them out of the "
                   "reach of the agent-written code it runs)");
@@ -69,6 +72,18 @@ void register_verify_command(CLI::App& app, int& exit_code) {
     for (const auto& g : opts->golden) gopts.golden_cases.push_back(g);
     for (const auto& h : opts->hide) gopts.hidden_paths.push_back(h);
     gopts.reports_dir = opts->reports_dir;
+    if (!opts->draw_seed.empty()) {
+      std::size_t used = 0;
+      unsigned long long seed = 0;
+      try {
+        seed = std::stoull(opts->draw_seed, &used, 10);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != opts->draw_seed.size() || opts->draw_seed[0] == '-')
+        throw mi::Error("--draw-seed: expected an unsigned 64-bit decimal integer, got '" + opts->draw_seed + "'");
+      gopts.draw_seed = seed;
+    }
     const gates::Report report = gates::verify_engine(engine, gopts, opts->only);
     print_report(report, engine, opts->json, std::cout, gates::reports_directory(engine, gopts));
     exit_code = report.failed() ? kExitFailure : kExitOk;

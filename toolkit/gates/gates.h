@@ -2,6 +2,7 @@
 // The gate runner decides pass or fail from raw outputs; the engine never reports its own verdict.
 #pragma once
 #include <filesystem>
+#include <optional>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ struct GateOptions {
   // Paths hidden from the engine under test besides the host's installed reference trees (Sandbox::default_hidden):
   // the agents' reference trees (--reference), which the final gates pass on (`verify --hide`).
   std::vector<std::filesystem::path> hidden_paths;
+  // The seed of the acceptance gate's random checkpoints (the perturbed copy, the fresh weights), to replay a run
+  // whose evidence reported it (`draw_seed`); unset: fresh entropy every run. Sandbox names stay random either way.
+  std::optional<uint64_t> draw_seed;
 };
 
 // The paths every gate sandbox of this verification hides: the installed reference trees and options.hidden_paths.

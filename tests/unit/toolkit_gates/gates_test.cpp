@@ -333,6 +333,28 @@ TEST(Gates, CheckpointWithoutATraceIsVerifiedAgainstTheOracle) {
   // L3 sees the engine's memory: every decode step reads the whole (tied, f32) head, so the weights are resident.
   const json& l3 = r.at("gates").back().at("evidence");
   EXPECT_GE(l3.at("peak_rss_mb").get<double>(), l3.at("weights_mb").get<double>()) << l3.dump(1);
+
+  // The random checkpoints come from one reported seed; --draw-seed replays them (the same perturbed tensor and the
+  // same fresh weights), so a failure seen once can be investigated.
+  const std::string reported = acceptance.at("evidence").at("draw_seed").get<std::string>();
+  EXPECT_FALSE(reported.empty());
+  auto replay = [&](const std::string& seed) {
+    const auto v = metainfer({"verify", (dir / "e").string(), "--only", "PASS_VERIFIED", "--draw-seed", seed, "--json"}, 1800);
+    EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+    const json j = mi_test::last_json_line(v.out);
+    for (const auto& g : j.at("gates"))
+      if (g.at("id") == "PASS_VERIFIED") return g.at("evidence");
+    ADD_FAILURE() << j.dump(1);
+    return json();
+  };
+  const json first = replay(reported), second = replay(reported);
+  EXPECT_EQ(first.at("draw_seed"), reported);
+  EXPECT_EQ(first.at("authenticity_perturbed"), acceptance.at("evidence").at("authenticity_perturbed"));
+  EXPECT_EQ(first.at("authenticity_second_checkpoint"), acceptance.at("evidence").at("authenticity_second_checkpoint"));
+  EXPECT_EQ(second.at("authenticity_second_checkpoint"), first.at("authenticity_second_checkpoint"));
+  const auto bad = metainfer({"verify", (dir / "e").string(), "--only", "PASS_VERIFIED", "--draw-seed", "12x"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--draw-seed: expected an unsigned 64-bit decimal integer, got '12x'"), std::string::npos) << bad.err;
 }
 
 // Untied head and Llama-3 rope scaling, bf16 (fast mode shipped): the golden llama-tiny weights under a config
