@@ -1,5 +1,6 @@
 // `metainfer verify DIR [--golden CASE_DIR ...] [--hide PATH ...] [--only GATE] [--allow-modified-sources [--prebuilt]] [--json]`: run
 // the gates on an engine directory.
+#include <algorithm>
 #include <iostream>
 
 #include <sys/prctl.h>
@@ -44,9 +45,10 @@ void register_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--only", opts->only, "run only gates whose id starts with this (e.g. L0, L1, PASS_VERIFIED, L3)");
   cmd->add_option("--threads", opts->threads, "engine threads for the gate runs")->capture_default_str();
   cmd->add_flag("--json", opts->json, "print the report as one JSON object");
-  cmd->add_option("--draw-seed", opts->draw_seed,
-                  "seed of the acceptance gate's random checkpoints (perturbed copy, fresh weights): replays the draws "
-                  "of a run whose PASS_VERIFIED evidence reported this draw_seed (default: fresh entropy)");
+  CLI::Option* draw_seed = cmd->add_option(
+      "--draw-seed", opts->draw_seed,
+      "with --only: seed of the acceptance gate's random checkpoints (perturbed copy, fresh weights), replaying the "
+      "draws of a run whose PASS_VERIFIED evidence reported this draw_seed (default: fresh entropy)");
   cmd->add_option("--reports-dir", opts->reports_dir,
                   "write verification.{json,md} here instead of DIR/reports (the agents' stage gate keeps them out of the "
                   "reach of the agent-written code it runs)");
@@ -56,7 +58,7 @@ void register_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--prebuilt", opts->prebuilt,
                 "with --allow-modified-sources: B0 does not build, it hashes DIR/build as an earlier build left it (the "
                 "agents' final gates build agent-written code inside the isolation of agents' commands first)");
-  cmd->callback([opts, &exit_code] {
+  cmd->callback([opts, draw_seed, &exit_code] {
     // The verifier runs code it judges (B0's CMakeLists.txt with --allow-modified-sources, the stage executables) as
     // its own children, under its own user: not dumpable, its /proc entries (its stdout above all, where the report
     // is read from) cannot be opened by them, so they cannot write a verdict in its name. Children get their own
@@ -72,16 +74,20 @@ void register_verify_command(CLI::App& app, int& exit_code) {
     for (const auto& g : opts->golden) gopts.golden_cases.push_back(g);
     for (const auto& h : opts->hide) gopts.hidden_paths.push_back(h);
     gopts.reports_dir = opts->reports_dir;
-    if (!opts->draw_seed.empty()) {
-      std::size_t used = 0;
+    if (draw_seed->count() > 0) {
+      // A known seed means known authenticity checkpoints, which an engine could have been prepared for: a replay is
+      // an investigation (--only, ending PASSED:<prefix>), never a PASS_VERIFIED.
+      if (opts->only.empty()) throw mi::Error("--draw-seed needs --only GATE: a full verification always draws fresh checkpoints");
+      const std::string& s = opts->draw_seed;
+      const bool digits = !s.empty() && s.size() <= 20 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
       unsigned long long seed = 0;
-      try {
-        seed = std::stoull(opts->draw_seed, &used, 10);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != opts->draw_seed.size() || opts->draw_seed[0] == '-')
-        throw mi::Error("--draw-seed: expected an unsigned 64-bit decimal integer, got '" + opts->draw_seed + "'");
+      bool in_range = false;
+      if (digits) try {
+          seed = std::stoull(s, nullptr, 10);
+          in_range = true;
+        } catch (const std::exception&) {
+        }
+      if (!in_range) throw mi::Error("--draw-seed: expected an unsigned 64-bit decimal integer, got '" + s + "'");
       gopts.draw_seed = seed;
     }
     const gates::Report report = gates::verify_engine(engine, gopts, opts->only);
