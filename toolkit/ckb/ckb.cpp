@@ -404,6 +404,12 @@ const LayerKind* Family::find_layer_kind(const std::string& kind_id) const {
     if (k.id == kind_id) return &k;
   return nullptr;
 }
+std::vector<std::string> Family::forward_steps() const {
+  std::vector<std::string> steps = forward_layer;
+  steps.insert(steps.end(), forward_final.begin(), forward_final.end());
+  for (const auto& k : layer_kinds) steps.insert(steps.end(), k.forward.begin(), k.forward.end());
+  return steps;
+}
 const NameMap* Family::name_map_for(const std::string& architecture) const {
   for (const auto& m : name_maps)
     if (m.architecture == architecture) return &m;

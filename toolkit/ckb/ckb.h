@@ -93,6 +93,8 @@ struct Family {
   std::vector<WeightDecl> weights;
 
   const LayerKind* find_layer_kind(const std::string& id) const;
+  // Every forward step the family runs: [forward].layer, [forward].final and each layer kind's forward (repeats kept).
+  std::vector<std::string> forward_steps() const;
   // The name map of `architecture`, or nullptr when the checkpoint uses the declared names.
   const NameMap* name_map_for(const std::string& architecture) const;
   std::map<std::string, std::map<std::string, std::string>> presets;  // preset -> key -> value (TOML text)

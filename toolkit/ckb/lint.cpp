@@ -202,9 +202,7 @@ class Linter {
         if (step_contract(ckb_, f.forward_final[i]).empty())
           error(f.source, "forward.final[" + std::to_string(i) + "]", "unknown forward step '" + f.forward_final[i] + "' (no contract declares it in `steps`)");
       // A fast_f32_inputs step must be one the family runs (the generator then checks it rounds a matmul input).
-      std::vector<std::string> used = f.forward_layer;
-      used.insert(used.end(), f.forward_final.begin(), f.forward_final.end());
-      for (const auto& k : f.layer_kinds) used.insert(used.end(), k.forward.begin(), k.forward.end());
+      const std::vector<std::string> used = f.forward_steps();
       for (std::size_t i = 0; i < f.fast_f32_inputs.size(); ++i)
         if (!contains(used, f.fast_f32_inputs[i]))
           error(f.source, "forward.fast_f32_inputs[" + std::to_string(i) + "]",

@@ -1,5 +1,5 @@
-// `metainfer verify DIR [--golden CASE_DIR ...] [--hide PATH ...] [--only GATE] [--allow-modified-sources [--prebuilt]] [--json]`: run
-// the gates on an engine directory.
+// `metainfer verify DIR [--golden CASE_DIR ...] [--hide PATH ...] [--only GATE] [--allow-modified-sources [--prebuilt]]
+// [--draw-seed S] [--json]`: run the gates on an engine directory.
 #include <algorithm>
 #include <iostream>
 

@@ -185,10 +185,7 @@ TEST(CkbSteps, GeneratorStepTableAndContractStepsAgree) {
   for (const auto& step : mi::generator::forward_steps())
     EXPECT_FALSE(mi::ckb::step_contract(ckb, step.id).empty()) << "generator step " << step.id << " is declared by no contract";
   for (const auto& f : ckb.families) {
-    std::vector<std::string> used = f.forward_layer;
-    used.insert(used.end(), f.forward_final.begin(), f.forward_final.end());
-    for (const auto& k : f.layer_kinds) used.insert(used.end(), k.forward.begin(), k.forward.end());
-    for (const auto& step : used) EXPECT_NE(mi::generator::find_forward_step(step), nullptr) << f.id << ": " << step;
+    for (const auto& step : f.forward_steps()) EXPECT_NE(mi::generator::find_forward_step(step), nullptr) << f.id << ": " << step;
   }
   mi_test::TempDir dir("ckb-step-twice");
   const fs::path twice = planted(dir, "contracts/gated_attention.toml", "steps = [\"qg_proj\"", "steps = [\"rope\", \"qg_proj\"");
