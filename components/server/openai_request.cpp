@@ -221,7 +221,13 @@ void read_stop(const Fields& f, ApiRequest& r) {
 ApiRequest parse_api_request(Endpoint endpoint, std::string_view body) {
   Json j;
   try {
-    j = Json::parse(body);
+    // The parser's callback sees each value's depth before it is built; nothing deeper than kMaxJsonDepth is kept.
+    j = Json::parse(body, [](int depth, Json::parse_event_t, Json&) {
+      if (depth > kMaxJsonDepth)
+        throw ApiError(400, "invalid_request_error",
+                       "the body nests arrays/objects deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      return true;
+    });
   } catch (const nlohmann::json::parse_error& e) {
     throw ApiError(400, "invalid_request_error", std::string("the body is not valid JSON: ") + e.what());
   }

@@ -136,6 +136,21 @@ TEST(OpenAiRequest, MalformedJsonAndNonObjectBodies) {
   }
 }
 
+// Deep nesting is refused while parsing, before anything copies or walks the value recursively (a copy of a
+// 200000-deep array would overflow the stack). Levels count from the top-level object (level 0): in a chat body the
+// messages array is level 1, a message level 2, so a message key may hold kMaxJsonDepth - 2 nested arrays.
+TEST(OpenAiRequest, NestingDeeperThanTheLimitIsRefused) {
+  const auto nested = [](int n) { return std::string(std::size_t(n), '[') + std::string(std::size_t(n), ']'); };
+  const auto chat = [&](int n) { return R"({"model": "m", "messages": [{"role": "user", "content": "x", "k": )" + nested(n) + "}]}"; };
+  EXPECT_EQ(parse_api_request(Endpoint::chat, chat(kMaxJsonDepth - 2)).messages[0]["k"].size(), 1u);
+  for (int n : {kMaxJsonDepth - 1, 200000}) {
+    const ApiError e = error_of(Endpoint::chat, chat(n));
+    EXPECT_EQ(e.status(), 400) << n;
+    EXPECT_NE(std::string(e.what()).find("deeper than 64"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(error_of(Endpoint::completions, R"({"model": "m", "prompt": "x", "u": )" + nested(200000) + "}").status(), 400);
+}
+
 TEST(OpenAiRequest, NullMeansNotGiven) {
   const ApiRequest r = parse_api_request(Endpoint::completions,
                                          R"({"model": "m", "prompt": "x", "max_tokens": null, "temperature": null})");

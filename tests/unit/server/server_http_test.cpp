@@ -520,7 +520,32 @@ TEST(ServerHttp, BadInputGetsOpenAiErrorObjects) {
   EXPECT_EQ(post(h, "/v1/completions", R"({"model": "fake", "prompt": [999999999]})", 400)["error"]["param"], "prompt");
   const std::string big(4096, 'x');
   EXPECT_EQ(post(h, "/v1/completions", R"({"model": "fake", "prompt": ")" + big + "\"}", 413)["error"]["type"], "invalid_request_error");
+  // Unknown fields are ignored (openai_request.h), at the top level and inside a message.
+  EXPECT_EQ(post(h, "/v1/completions", R"({"model": "fake", "max_tokens": 1, "prompt": [5], "vendor_field": {"a": 1}})")
+                ["usage"]["completion_tokens"], 1);
+  EXPECT_EQ(post(h, "/v1/chat/completions", R"({"model": "fake", "max_tokens": 1, "messages": [{"role": "user", "content": "x", "k": [1]}]})")
+                ["usage"]["completion_tokens"], 1);
+  // A prompt that alone fills the context leaves no room for a token.
+  std::string ids = "[1";
+  for (int i = 1; i < 32; ++i) ids += ",1";
+  EXPECT_EQ(post(h, "/v1/completions", R"({"model": "fake", "prompt": )" + ids + "]}", 400)["error"]["param"], "prompt");
   // None of these took the server down.
+  EXPECT_EQ(post(h, "/v1/completions", R"({"model": "fake", "max_tokens": 1, "prompt": [5]})")["usage"]["completion_tokens"], 1);
+}
+
+// A body nested 100000 levels deep in a chat message (200 KB) is a 400, and the server stays up: copying such a
+// message recursively would overflow the HTTP thread's stack.
+TEST(ServerHttp, DeeplyNestedBodiesAreRefusedAndTheServerStaysUp) {
+  Harness h;
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  for (const std::string& body :
+       {R"({"model": "fake", "max_tokens": 1, "messages": [{"role": "user", "content": "x", "k": )" + deep + "}]}",
+        R"({"model": "fake", "max_tokens": 1, "prompt": [5], "k": )" + deep + "}"}) {
+    const std::string route = body.find("messages") != std::string::npos ? "/v1/chat/completions" : "/v1/completions";
+    const Json e = post(h, route, body, 400);
+    EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+    EXPECT_NE(e["error"]["message"].get<std::string>().find("deeper than"), std::string::npos);
+  }
   EXPECT_EQ(post(h, "/v1/completions", R"({"model": "fake", "max_tokens": 1, "prompt": [5]})")["usage"]["completion_tokens"], 1);
 }
 
