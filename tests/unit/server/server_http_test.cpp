@@ -528,7 +528,10 @@ TEST(ServerHttp, BadInputGetsOpenAiErrorObjects) {
   // A prompt that alone fills the context leaves no room for a token.
   std::string ids = "[1";
   for (int i = 1; i < 32; ++i) ids += ",1";
-  EXPECT_EQ(post(h, "/v1/completions", R"({"model": "fake", "prompt": )" + ids + "]}", 400)["error"]["param"], "prompt");
+  const Json full = post(h, "/v1/completions", R"({"model": "fake", "prompt": )" + ids + "]}", 400);
+  EXPECT_EQ(full["error"]["param"], "prompt");
+  EXPECT_EQ(full["error"]["code"], "context_length_exceeded");
+  EXPECT_EQ(post(h, "/v1/completions", R"({"model": "fake", "prompt": [)" + ids.substr(3) + "]}")["usage"]["completion_tokens"], 1);
   // None of these took the server down.
   EXPECT_EQ(post(h, "/v1/completions", R"({"model": "fake", "max_tokens": 1, "prompt": [5]})")["usage"]["completion_tokens"], 1);
 }
