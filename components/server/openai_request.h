@@ -16,9 +16,9 @@
 //           max_completion_tokens (preferred over max_tokens), logprobs (bool), top_logprobs (int 0..20, needs
 //           logprobs), chat_template_kwargs (object: extra variables of the chat template, e.g. enable_thinking)
 // Defaults follow the OpenAI API: temperature 1, top_p 1; max_tokens = what is left of the context.
-// A body nested more than kMaxJsonDepth arrays/objects below its top-level object (level 0) is refused with 400 while it is parsed: the request is copied
-// and walked recursively later (messages, chat template variables), and a 100 KB body of "[[[[..." would otherwise
-// exhaust the HTTP thread's stack and take the server down.
+// A body nested more than kMaxJsonDepth arrays/objects below its top-level object (level 0) is refused with 400
+// while it is parsed: the request is copied and walked recursively later (messages, chat template variables), and a
+// 200 KB body of "[[[[..." would otherwise exhaust the HTTP thread's stack and take the server down.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -36,7 +36,7 @@ namespace mi::server {
 enum class Endpoint { completions, chat };
 
 inline constexpr int kMaxLogprobs = 20;  // most alternatives per token a request may ask for
-inline constexpr int kMaxJsonDepth = 64;  // deepest nesting of arrays/objects a request body may have
+inline constexpr int kMaxJsonDepth = 64;  // most levels of arrays/objects below a request body's top-level object
 
 struct ApiRequest {
   Endpoint endpoint = Endpoint::completions;
