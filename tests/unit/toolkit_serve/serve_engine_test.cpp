@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 
 #include "../toolkit_support.h"
 #include "server_process.h"
+#include "servebench/server_counters.h"
 
 namespace {
 
@@ -111,23 +113,21 @@ class ServeEngine : public ::testing::Test {
     std::vector<std::vector<int32_t>> expected;
     for (const auto& p : prompts) expected.push_back(offline_ids(p, 20));
     for (std::size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(served_ids(prompts[i], 20), expected[i]) << "alone, prompt " << i;
-    const double sum_before = metric("metainfer_decode_batch_size_sum"), passes_before = metric("metainfer_decode_batch_size_count");
+    const auto before = counters();
     std::vector<std::future<std::vector<int32_t>>> together;
     for (const auto& p : prompts) together.push_back(std::async(std::launch::async, [p] { return served_ids(p, 20); }));
     for (std::size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(together[i].get(), expected[i]) << "concurrent, prompt " << i;
     // ... and they were decoded together: the concurrent phase's decode passes carried more than one sequence on
-    // average (8 requests x 19 decode tokens; one at a time would be exactly 1).
-    const double passes = metric("metainfer_decode_batch_size_count") - passes_before;
+    // average (8 requests x 19 decode tokens; one at a time would be exactly 1), read as serve-bench reads /metrics.
+    const auto after = counters();
+    ASSERT_TRUE(before && after);
+    const double passes = after->decode_steps - before->decode_steps;
     ASSERT_GT(passes, 0);
-    EXPECT_GT((metric("metainfer_decode_batch_size_sum") - sum_before) / passes, 2.0);
+    EXPECT_GT((after->decode_tokens - before->decode_tokens) / passes, 2.0);
   }
 
-  // The value of an unlabelled sample of /metrics (Prometheus text format: "name value").
-  static double metric(const std::string& name) {
-    const std::string text = client(server_->port()).Get("/metrics")->body;
-    const std::size_t at = text.find("\n" + name + " ");
-    EXPECT_NE(at, std::string::npos) << name;
-    return at == std::string::npos ? 0.0 : std::stod(text.substr(at + name.size() + 2));
+  static std::optional<mi::servebench::ServerCounters> counters() {
+    return mi::servebench::parse_counters(client(server_->port()).Get("/metrics")->body);
   }
 
   static void SharedPromptPrefixIsServedFromTheCache() {
