@@ -55,6 +55,16 @@
                                float scale, float* s);                                                          \
   static void attention_values(const float* p, const ::mi::bf16_t* v, std::size_t ldv, int n, int d,            \
                                float* out);                                                                     \
+  /* nq queries over the same n rows (a prefill's query block): s[i][j], out[i][j] as the one-query functions     \
+     give for q[i], p[i], bitwise; levels may share each loaded key / value row between the queries */           \
+  static void attention_scores_multi(const float* const* q, int nq, const float* k, std::size_t ldk, int n,     \
+                                     int d, float scale, float* const* s);                                       \
+  static void attention_scores_multi(const float* const* q, int nq, const ::mi::bf16_t* k, std::size_t ldk,     \
+                                     int n, int d, float scale, float* const* s);                                \
+  static void attention_values_multi(const float* const* p, int nq, const float* v, std::size_t ldv, int n,     \
+                                     int d, float* const* out);                                                  \
+  static void attention_values_multi(const float* const* p, int nq, const ::mi::bf16_t* v, std::size_t ldv,     \
+                                     int n, int d, float* const* out);                                           \
   /* y[i] += x[i] */                                                                                              \
   static void add(const float* x, float* y, int n);                                                               \
   /* y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]   (HF LlamaRMSNorm / Qwen3RMSNorm, computed in f32) */            \

@@ -58,9 +58,17 @@ void store_kv(runtime::KvCache& cache, int seq, int layer, int first_position, i
 // Queries processed together against each block of keys and values (see causal_attention).
 constexpr int kAttentionQueryBlock = 16;
 
-// Floats of score scratch causal_attention needs: kAttentionQueryBlock rows of max_context scores per pool thread.
+// Floats between two queries' score rows: max_context rounded up to a cache line, plus one line. A block's rows are
+// walked side by side (each span's scores of every query, then each span's probabilities), and rows a power of two
+// apart (4096 positions = 16 KiB) would all fall in the same L1 sets: more rows than the cache has ways, so every
+// row's line would evict another's.
+inline std::size_t score_row_stride(int max_context) {
+  return (std::size_t(std::max(max_context, 0)) + 15) / 16 * 16 + 16;
+}
+
+// Floats of score scratch causal_attention needs: kAttentionQueryBlock score rows per pool thread.
 inline std::size_t attention_scratch_floats(int threads, int max_context) {
-  return std::size_t(threads) * std::size_t(kAttentionQueryBlock) * std::size_t(max_context);
+  return std::size_t(threads) * std::size_t(kAttentionQueryBlock) * score_row_stride(max_context);
 }
 
 namespace detail {
@@ -74,13 +82,26 @@ void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, c
                   std::size_t s_stride) {
   int longest = 0;
   for (int i = 0; i < n_items; ++i) longest = std::max(longest, len[i]);
+  // Per span, the queries that see all of it go to the level's multi-query kernels together (each query's result
+  // the single kernel's, bitwise), the ones whose causal end falls inside it one by one.
+  const float* whole_q[kAttentionQueryBlock];
+  float* whole_s[kAttentionQueryBlock];
+  float* whole_o[kAttentionQueryBlock];
   // The cache is paged: each span is one block's run of contiguous rows (row stride head_dim).
   for (int p = 0; p < longest;) {
     const auto span = cache.head_span<E>(seq, layer, kv_h, p, longest);
-    for (int i = 0; i < n_items; ++i)
-      if (p < len[i])
-        K::attention_scores(qi[i], span.keys, std::size_t(head_dim), std::min(span.tokens, len[i] - p), head_dim,
-                            scale, s + std::size_t(i) * s_stride + p);
+    int whole = 0;
+    for (int i = 0; i < n_items; ++i) {
+      float* si = s + std::size_t(i) * s_stride + p;
+      if (p + span.tokens <= len[i]) {
+        whole_q[whole] = qi[i];
+        whole_s[whole++] = si;
+      } else if (p < len[i]) {
+        K::attention_scores(qi[i], span.keys, std::size_t(head_dim), len[i] - p, head_dim, scale, si);
+      }
+    }
+    K::attention_scores_multi(whole_q, whole, span.keys, std::size_t(head_dim), span.tokens, head_dim, scale,
+                              whole_s);
     p += span.tokens;
   }
   for (int i = 0; i < n_items; ++i) {
@@ -89,10 +110,17 @@ void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, c
   }
   for (int p = 0; p < longest;) {
     const auto span = cache.head_span<E>(seq, layer, kv_h, p, longest);
-    for (int i = 0; i < n_items; ++i)
-      if (p < len[i])
-        K::attention_values(s + std::size_t(i) * s_stride + p, span.values, std::size_t(head_dim),
-                            std::min(span.tokens, len[i] - p), head_dim, oi[i]);
+    int whole = 0;
+    for (int i = 0; i < n_items; ++i) {
+      const float* pi = s + std::size_t(i) * s_stride + p;
+      if (p + span.tokens <= len[i]) {
+        whole_q[whole] = pi;
+        whole_o[whole++] = oi[i];
+      } else if (p < len[i]) {
+        K::attention_values(pi, span.values, std::size_t(head_dim), len[i] - p, head_dim, oi[i]);
+      }
+    }
+    K::attention_values_multi(whole_q, whole, span.values, std::size_t(head_dim), span.tokens, head_dim, whole_o);
     p += span.tokens;
   }
 }
@@ -165,11 +193,11 @@ void decode_rows(runtime::ThreadPool& pool, const runtime::KvCache& cache, const
   const int heads = dims.heads, kv_heads = dims.kv_heads, head_dim = dims.head_dim;
   const int group = heads / kv_heads;
   const std::size_t row_floats = std::size_t(heads) * std::size_t(head_dim);
-  const std::size_t max_context = std::size_t(cache.shape().max_context);
+  const std::size_t s_stride = score_row_stride(cache.shape().max_context);
   const float scale = float(1.0 / std::sqrt(double(head_dim)));
   const int heads_per_walk = std::max(1, kAttentionQueryBlock / group);
   pool.parallel_chunks(B * kv_heads, 1, [&](int chunk, int begin, int end) {
-    float* s = scores + std::size_t(chunk) * kAttentionQueryBlock * max_context;
+    float* s = scores + std::size_t(chunk) * kAttentionQueryBlock * s_stride;
     for (int item = begin; item < end;) {
       const int b = item / kv_heads, h0 = item % kv_heads;
       const int h1 = std::min({kv_heads, h0 + heads_per_walk, h0 + (end - item)});
@@ -177,7 +205,7 @@ void decode_rows(runtime::ThreadPool& pool, const runtime::KvCache& cache, const
       float* ob = out + std::size_t(b) * row_floats;
       const int n = cache.length(seqs[b]);
       if (group <= kAttentionQueryBlock) {
-        attend_decode_heads<K, E>(cache, seqs[b], layer, h0, h1, group, qb, ob, n, head_dim, scale, s, max_context);
+        attend_decode_heads<K, E>(cache, seqs[b], layer, h0, h1, group, qb, ob, n, head_dim, scale, s, s_stride);
       } else {  // one head's queries, kAttentionQueryBlock at a time
         for (int g0 = 0; g0 < group; g0 += kAttentionQueryBlock) {
           const int count = std::min(kAttentionQueryBlock, group - g0);
@@ -190,7 +218,7 @@ void decode_rows(runtime::ThreadPool& pool, const runtime::KvCache& cache, const
             oi[i] = ob + h * head_dim;
             len[i] = n;
           }
-          attend_block<K, E>(cache, seqs[b], layer, h0, qi, oi, len, count, head_dim, scale, s, max_context);
+          attend_block<K, E>(cache, seqs[b], layer, h0, qi, oi, len, count, head_dim, scale, s, s_stride);
         }
       }
       item += h1 - h0;
@@ -237,11 +265,11 @@ void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, 
     return detail::decode_rows<K, E>(pool, cache, &seq, 1, layer, dims, q, out, scores);
   const int group = heads / kv_heads;
   const std::size_t row_floats = std::size_t(heads) * std::size_t(head_dim);
-  const std::size_t max_context = std::size_t(cache.shape().max_context);
+  const std::size_t s_stride = score_row_stride(cache.shape().max_context);
   const float scale = float(1.0 / std::sqrt(double(head_dim)));
   const int items_per_kv_head = group * T;
   pool.parallel_chunks(T * heads, 1, [&](int chunk, int begin, int end) {
-    float* s = scores + std::size_t(chunk) * kAttentionQueryBlock * max_context;
+    float* s = scores + std::size_t(chunk) * kAttentionQueryBlock * s_stride;
     for (int b0 = begin; b0 < end;) {
       // This block: items [b0, b1) of one KV head.
       const int kv_h = b0 / items_per_kv_head;
@@ -255,7 +283,7 @@ void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, 
         oi[i] = out + std::size_t(t) * row_floats + std::size_t(h) * head_dim;
         len[i] = first_position + t + 1;
       }
-      detail::attend_block<K, E>(cache, seq, layer, kv_h, qi, oi, len, b1 - b0, head_dim, scale, s, max_context);
+      detail::attend_block<K, E>(cache, seq, layer, kv_h, qi, oi, len, b1 - b0, head_dim, scale, s, s_stride);
       b0 = b1;
     }
   });

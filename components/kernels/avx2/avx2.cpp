@@ -546,6 +546,23 @@ void Avx2::attention_values(const float* p, const bf16_t* v, std::size_t ldv, in
   values_rows(p, v, ldv, n, d, out);
 }
 
+// One query at a time: this level has no multi-query form (kernel_api.h allows that).
+void Avx2::attention_scores_multi(const float* const* q, int nq, const float* k, std::size_t ldk, int n, int d,
+                                   float scale, float* const* s) {
+  for (int i = 0; i < nq; ++i) attention_scores(q[i], k, ldk, n, d, scale, s[i]);
+}
+void Avx2::attention_scores_multi(const float* const* q, int nq, const bf16_t* k, std::size_t ldk, int n, int d,
+                                   float scale, float* const* s) {
+  for (int i = 0; i < nq; ++i) attention_scores(q[i], k, ldk, n, d, scale, s[i]);
+}
+void Avx2::attention_values_multi(const float* const* p, int nq, const float* v, std::size_t ldv, int n, int d,
+                                   float* const* out) {
+  for (int i = 0; i < nq; ++i) attention_values(p[i], v, ldv, n, d, out[i]);
+}
+void Avx2::attention_values_multi(const float* const* p, int nq, const bf16_t* v, std::size_t ldv, int n, int d,
+                                   float* const* out) {
+  for (int i = 0; i < nq; ++i) attention_values(p[i], v, ldv, n, d, out[i]);
+}
 void Avx2::add(const float* x, float* y, int n) {
   int i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));

@@ -625,6 +625,83 @@ inline void attention_values(const float* p, const E* v, size_t ldv, int n, int 
   }
 }
 
+// Several queries over the same keys (a prefill's query block; model/attention.h attend_block): s[i][j] equals
+// attention_scores(q[i], k, ldk, n, d, scale, s[i]) bitwise. Each 16-key block is taken as 4 x 4 (query, key) pairs
+// whose 16 accumulators are the single kernel's, one per pair, each summing the same FMAs over the head dimension in
+// the same order; the same 16x16 transpose and lane-ordered adds then reduce them. One key vector now feeds 4 FMAs and
+// one query vector 4 (the single kernel loads a key vector, and prefetches it, for every FMA), so the loads no longer
+// bound the FMA rate. Queries beyond a multiple of 4, head dims not a multiple of 16, and the keys past the last
+// full 16-block take the single kernel (its tail keys have their own reduction order).
+template <class E>
+inline void scores4x4(const float* const* q, const E* k, size_t ldk, int chunks, __m512 sv, float* const* s) {
+  __m512 acc[16];
+  for (int m = 0; m < 16; ++m) acc[m] = _mm512_setzero_ps();
+  for (int c = 0; c < chunks; ++c) {
+    __m512 kv[4];
+    for (int t = 0; t < 4; ++t) kv[t] = load16(k + size_t(t) * ldk + 16 * c);
+    for (int i = 0; i < 4; ++i) {
+      const __m512 qv = _mm512_loadu_ps(q[i] + 16 * c);
+      for (int t = 0; t < 4; ++t) acc[4 * i + t] = _mm512_fmadd_ps(qv, kv[t], acc[4 * i + t]);
+    }
+  }
+  transpose16x16(acc);  // acc[l] lane 4i + t = partial sum l of (query i, key t)
+  __m512 sum = acc[0];
+  for (int l = 1; l < 16; ++l) sum = _mm512_add_ps(sum, acc[l]);
+  sum = _mm512_mul_ps(sum, sv);
+  _mm_storeu_ps(s[0], _mm512_extractf32x4_ps(sum, 0));
+  _mm_storeu_ps(s[1], _mm512_extractf32x4_ps(sum, 1));
+  _mm_storeu_ps(s[2], _mm512_extractf32x4_ps(sum, 2));
+  _mm_storeu_ps(s[3], _mm512_extractf32x4_ps(sum, 3));
+}
+
+template <class E>
+inline void attention_scores_multi(const float* const* q, int nq, const E* k, size_t ldk, int n, int d, float scale,
+                                   float* const* s) {
+  int i = 0;
+  if (d % 16 == 0 && n >= 16) {
+    const __m512 sv = _mm512_set1_ps(scale);
+    const int full = n / 16 * 16;
+    for (; i + 4 <= nq; i += 4) {
+      for (int j = 0; j < full; j += 4) {
+        float* const out[4] = {s[i] + j, s[i + 1] + j, s[i + 2] + j, s[i + 3] + j};
+        scores4x4(q + i, k + size_t(j) * ldk, ldk, d / 16, sv, out);
+      }
+      if (full < n)
+        for (int r = i; r < i + 4; ++r) attention_scores(q[r], k + size_t(full) * ldk, ldk, n - full, d, scale, s[r] + full);
+    }
+  }
+  for (; i < nq; ++i) attention_scores(q[i], k, ldk, n, d, scale, s[i]);
+}
+
+// out[i] += sum_j p[i][j] v[j] for several queries over the same values, equal to attention_values per query
+// bitwise: every output lane is the same FMA chain over j in the same order; 4 queries x 4 vectors (64 dims) of
+// accumulators share each loaded value vector. Head dims not a multiple of 64, and queries beyond a multiple of 4,
+// take the single kernel.
+template <class E>
+inline void attention_values_multi(const float* const* p, int nq, const E* v, size_t ldv, int n, int d,
+                                   float* const* out) {
+  int i = 0;
+  if (d % 64 == 0)
+    for (; i + 4 <= nq; i += 4)
+      for (int c0 = 0; c0 < d; c0 += 64) {
+        __m512 acc[4][4];
+        for (int r = 0; r < 4; ++r)
+          for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_loadu_ps(out[i + r] + c0 + 16 * c);
+        for (int j = 0; j < n; ++j) {
+          const E* vj = v + size_t(j) * ldv + c0;
+          __m512 vv[4];
+          for (int c = 0; c < 4; ++c) vv[c] = load16(vj + 16 * c);
+          for (int r = 0; r < 4; ++r) {
+            const __m512 pj = _mm512_set1_ps(p[i + r][j]);
+            for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_fmadd_ps(pj, vv[c], acc[r][c]);
+          }
+        }
+        for (int r = 0; r < 4; ++r)
+          for (int c = 0; c < 4; ++c) _mm512_storeu_ps(out[i + r] + c0 + 16 * c, acc[r][c]);
+      }
+  for (; i < nq; ++i) attention_values(p[i], v, ldv, n, d, out[i]);
+}
+
 inline void axpy(float a, const float* x, float* y, int n) {
   const __m512 av = _mm512_set1_ps(a);
   for (int i = 0; i < n; i += 16) {

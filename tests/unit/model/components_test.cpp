@@ -275,39 +275,49 @@ TYPED_TEST(AttentionLevels, MatchesDoubleForGqaRatiosAndHeadDims) {
 
 // Prefill of 7 tokens, then 3 single-token decodes, then a 3-token prefill on top of the cache: every output
 // equals one causal pass over all 13 tokens, bit for bit (each query's computation is the same either way).
+// Also with spans of 16 and 32 positions and head dims 64 and 128, where whole spans go to the levels' multi-query
+// kernels (a prefill's query block) and the positions after them to the one-query ones.
 TYPED_TEST(AttentionLevels, PrefillThenDecodeEqualsFullRecompute) {
   using K = TypeParam;
   MI_SKIP_UNSUPPORTED_LEVEL(K);
   ThreadPool pool(2);
-  const int n = 13, heads = 4, kv_heads = 2, head_dim = 32;
-  const std::size_t qrow = std::size_t(heads) * head_dim, kvrow = std::size_t(kv_heads) * head_dim;
-  const auto q = mi_test::random_floats(n * qrow, 20);
-  const auto k = mi_test::random_floats(n * kvrow, 21);
-  const auto v = mi_test::random_floats(n * kvrow, 22);
-  const mi::model::AttentionDims dims{heads, kv_heads, head_dim};
-  std::vector<float> scores(mi::model::attention_scratch_floats(pool.size(), 16));
+  struct Case {
+    int n, head_dim, block_size;
+    std::vector<int> steps;  // prefill / decode lengths, summing to n
+  };
+  for (const Case& c : {Case{13, 32, 4, {7, 1, 1, 1, 3}}, Case{70, 128, 16, {37, 1, 1, 20, 1, 10}},
+                        Case{70, 64, 32, {50, 1, 19}}}) {
+    const int n = c.n, heads = 4, kv_heads = 2, head_dim = c.head_dim;
+    const std::size_t qrow = std::size_t(heads) * head_dim, kvrow = std::size_t(kv_heads) * head_dim;
+    const auto q = mi_test::random_floats(n * qrow, 20);
+    const auto k = mi_test::random_floats(n * kvrow, 21);
+    const auto v = mi_test::random_floats(n * kvrow, 22);
+    const mi::model::AttentionDims dims{heads, kv_heads, head_dim};
+    std::vector<float> scores(mi::model::attention_scratch_floats(pool.size(), n));
 
-  mi::runtime::KvCache full_cache({1, kv_heads, head_dim, 2, 16, 4});
-  const int full = full_cache.allocate_sequence();
-  std::vector<float> expected(n * qrow);
-  full_cache.append(full, n);
-  mi::model::store_kv<K>(full_cache, full, 0, 0, n, k.data(), v.data(), kv_heads, head_dim);
-  mi::model::causal_attention<K>(pool, full_cache, full, 0, dims, q.data(), n, 0, expected.data(), scores.data());
+    mi::runtime::KvCache full_cache({1, kv_heads, head_dim, 2, n, c.block_size});
+    const int full = full_cache.allocate_sequence();
+    std::vector<float> expected(n * qrow);
+    full_cache.append(full, n);
+    mi::model::store_kv<K>(full_cache, full, 0, 0, n, k.data(), v.data(), kv_heads, head_dim);
+    mi::model::causal_attention<K>(pool, full_cache, full, 0, dims, q.data(), n, 0, expected.data(), scores.data());
 
-  // A second sequence in another cache, filled step by step (another sequence alive first, so blocks interleave).
-  mi::runtime::KvCache cache({1, kv_heads, head_dim, 2, 16, 4});
-  const int other = cache.allocate_sequence();
-  const int seq = cache.allocate_sequence();
-  std::vector<float> got(n * qrow);
-  for (int steps : {7, 1, 1, 1, 3}) {
-    cache.append(other, 1);
-    const int start = cache.append(seq, steps);
-    mi::model::store_kv<K>(cache, seq, 0, start, steps, k.data() + start * kvrow, v.data() + start * kvrow, kv_heads,
-                        head_dim);
-    mi::model::causal_attention<K>(pool, cache, seq, 0, dims, q.data() + start * qrow, steps, start,
-                                   got.data() + start * qrow, scores.data());
+    // A second sequence in another cache, filled step by step (another sequence alive first, so blocks interleave).
+    mi::runtime::KvCache cache({1, kv_heads, head_dim, 2, n, c.block_size});
+    const int other = cache.allocate_sequence();
+    const int seq = cache.allocate_sequence();
+    std::vector<float> got(n * qrow);
+    for (int steps : c.steps) {
+      cache.append(other, 1);
+      const int start = cache.append(seq, steps);
+      mi::model::store_kv<K>(cache, seq, 0, start, steps, k.data() + start * kvrow, v.data() + start * kvrow,
+                             kv_heads, head_dim);
+      mi::model::causal_attention<K>(pool, cache, seq, 0, dims, q.data() + start * qrow, steps, start,
+                                     got.data() + start * qrow, scores.data());
+    }
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], expected[i]) << "n=" << n << " head_dim=" << head_dim << " block " << c.block_size << " at " << i;
   }
-  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << i;
 }
 
 // Batched decode: B sequences of different lengths (their blocks interleaved in the pool), each row's output equals
