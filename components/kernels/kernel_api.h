@@ -56,7 +56,8 @@
   static void attention_values(const float* p, const ::mi::bf16_t* v, std::size_t ldv, int n, int d,            \
                                float* out);                                                                     \
   /* nq queries over the same n rows (a prefill's query block): s[i][j], out[i][j] as the one-query functions     \
-     give for q[i], p[i], bitwise; levels may share each loaded key / value row between the queries */           \
+     give for q[i], p[i], bitwise; levels may share each loaded key / value row between the queries. The rows      \
+     s[i] (and out[i]) of different queries must not overlap: a level may load several before storing any. */    \
   static void attention_scores_multi(const float* const* q, int nq, const float* k, std::size_t ldk, int n,     \
                                      int d, float scale, float* const* s);                                       \
   static void attention_scores_multi(const float* const* q, int nq, const ::mi::bf16_t* k, std::size_t ldk,     \
@@ -78,6 +79,19 @@
   static void rope_rotate_half(float* x, const float* cos, const float* sin, int head_dim);
 
 namespace mi::kernels {
+// The multi-query attention functions of a level that has no multi-query form: one query at a time, which is
+// bitwise what the API asks of them.
+template <class K, class E>
+void attention_scores_by_query(const float* const* q, int nq, const E* k, std::size_t ldk, int n, int d, float scale,
+                               float* const* s) {
+  for (int i = 0; i < nq; ++i) K::attention_scores(q[i], k, ldk, n, d, scale, s[i]);
+}
+template <class K, class E>
+void attention_values_by_query(const float* const* p, int nq, const E* v, std::size_t ldv, int n, int d,
+                               float* const* out) {
+  for (int i = 0; i < nq; ++i) K::attention_values(p[i], v, ldv, n, d, out[i]);
+}
+
 // Instruction-set levels, as named in ckb/platforms and in a constraints file's platform.
 enum class Level { scalar, avx2, avx512, avx512bf16, amx };
 }  // namespace mi::kernels

@@ -58,12 +58,13 @@ void store_kv(runtime::KvCache& cache, int seq, int layer, int first_position, i
 // Queries processed together against each block of keys and values (see causal_attention).
 constexpr int kAttentionQueryBlock = 16;
 
-// Floats between two queries' score rows: max_context rounded up to a cache line, plus one line. A block's rows are
+// Floats between two queries' score rows: max_context rounded up to an odd number of cache lines. A block's rows are
 // walked side by side (each span's scores of every query, then each span's probabilities), and rows a power of two
 // apart (4096 positions = 16 KiB) would all fall in the same L1 sets: more rows than the cache has ways, so every
 // row's line would evict another's.
 inline std::size_t score_row_stride(int max_context) {
-  return (std::size_t(std::max(max_context, 0)) + 15) / 16 * 16 + 16;
+  const std::size_t lines = (std::size_t(std::max(max_context, 0)) + 15) / 16;
+  return (lines | 1) * 16;  // an odd number of lines: 16 rows fall in 16 different sets for every max_context
 }
 
 // Floats of score scratch causal_attention needs: kAttentionQueryBlock score rows per pool thread.
@@ -84,7 +85,7 @@ void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, c
   for (int i = 0; i < n_items; ++i) longest = std::max(longest, len[i]);
   // Per span, the queries that see all of it go to the level's multi-query kernels together (each query's result
   // the single kernel's, bitwise), the ones whose causal end falls inside it one by one.
-  const float* whole_q[kAttentionQueryBlock];
+  const float* whole_in[kAttentionQueryBlock];  // queries (scores pass), then probability rows (values pass)
   float* whole_s[kAttentionQueryBlock];
   float* whole_o[kAttentionQueryBlock];
   // The cache is paged: each span is one block's run of contiguous rows (row stride head_dim).
@@ -94,13 +95,13 @@ void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, c
     for (int i = 0; i < n_items; ++i) {
       float* si = s + std::size_t(i) * s_stride + p;
       if (p + span.tokens <= len[i]) {
-        whole_q[whole] = qi[i];
+        whole_in[whole] = qi[i];
         whole_s[whole++] = si;
       } else if (p < len[i]) {
         K::attention_scores(qi[i], span.keys, std::size_t(head_dim), len[i] - p, head_dim, scale, si);
       }
     }
-    K::attention_scores_multi(whole_q, whole, span.keys, std::size_t(head_dim), span.tokens, head_dim, scale,
+    K::attention_scores_multi(whole_in, whole, span.keys, std::size_t(head_dim), span.tokens, head_dim, scale,
                               whole_s);
     p += span.tokens;
   }
@@ -114,13 +115,13 @@ void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, c
     for (int i = 0; i < n_items; ++i) {
       const float* pi = s + std::size_t(i) * s_stride + p;
       if (p + span.tokens <= len[i]) {
-        whole_q[whole] = pi;
+        whole_in[whole] = pi;
         whole_o[whole++] = oi[i];
       } else if (p < len[i]) {
         K::attention_values(pi, span.values, std::size_t(head_dim), len[i] - p, head_dim, oi[i]);
       }
     }
-    K::attention_values_multi(whole_q, whole, span.values, std::size_t(head_dim), span.tokens, head_dim, whole_o);
+    K::attention_values_multi(whole_in, whole, span.values, std::size_t(head_dim), span.tokens, head_dim, whole_o);
     p += span.tokens;
   }
 }
@@ -242,7 +243,7 @@ void check_cache(const runtime::KvCache& cache, const AttentionDims& dims) {
 
 //   q   [T, heads * head_dim] (rotary already applied)
 //   out [T, heads * head_dim]
-//   scores: attention_scratch_floats(pool.threads(), cache max_context) floats
+//   scores: attention_scratch_floats(pool.size(), cache max_context) floats
 //
 // Work items are (query head, token) pairs in head-major order, split across the pool; the query heads that share a
 // KV head are adjacent. A thread takes up to kAttentionQueryBlock consecutive items of one KV head and walks the

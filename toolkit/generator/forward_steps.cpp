@@ -22,7 +22,7 @@ std::vector<ScratchBuffer> make_buffers() {
       {"v_", "float", "T * kKvHeads * kHeadDim", "[T, kv_heads * head_dim] values"},
       {"attn_", "float", "T * kHeads * kHeadDim", "[T, heads * head_dim] attention output"},
       {"scores_", "float", "mi::model::attention_scratch_floats(threads, max_context)",
-       "[threads, max_context] attention scores, one row per pool participant"},
+       "attention scores: kAttentionQueryBlock padded rows of max_context per pool participant"},
       {"gate_", "float", "T * kIntermediate", "[T, intermediate] gate_proj output"},
       {"up_", "float", "T * kIntermediate", "[T, intermediate] up_proj output"},
       {"act_", "float", "T * kIntermediate", "[T, intermediate] silu(gate) * up"},

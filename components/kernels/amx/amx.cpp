@@ -278,20 +278,20 @@ void Amx::attention_scores(const float* q, const bf16_t* k, std::size_t ldk, int
 void Amx::attention_values(const float* p, const bf16_t* v, std::size_t ldv, int n, int d, float* out) {
   impl::attention_values(p, v, ldv, n, d, out);
 }
-void Amx::attention_scores_multi(const float* const* q, int nq, const float* k, std::size_t ldk, int n, int d,
-                                   float scale, float* const* s) {
+void Amx::attention_scores_multi(const float* const* q, int nq, const float* k, std::size_t ldk, int n,
+                                 int d, float scale, float* const* s) {
   impl::attention_scores_multi(q, nq, k, ldk, n, d, scale, s);
 }
-void Amx::attention_scores_multi(const float* const* q, int nq, const bf16_t* k, std::size_t ldk, int n, int d,
-                                   float scale, float* const* s) {
+void Amx::attention_scores_multi(const float* const* q, int nq, const bf16_t* k, std::size_t ldk, int n,
+                                 int d, float scale, float* const* s) {
   impl::attention_scores_multi(q, nq, k, ldk, n, d, scale, s);
 }
-void Amx::attention_values_multi(const float* const* p, int nq, const float* v, std::size_t ldv, int n, int d,
-                                   float* const* out) {
+void Amx::attention_values_multi(const float* const* p, int nq, const float* v, std::size_t ldv, int n,
+                                 int d, float* const* out) {
   impl::attention_values_multi(p, nq, v, ldv, n, d, out);
 }
-void Amx::attention_values_multi(const float* const* p, int nq, const bf16_t* v, std::size_t ldv, int n, int d,
-                                   float* const* out) {
+void Amx::attention_values_multi(const float* const* p, int nq, const bf16_t* v, std::size_t ldv, int n,
+                                 int d, float* const* out) {
   impl::attention_values_multi(p, nq, v, ldv, n, d, out);
 }
 void Amx::add(const float* x, float* y, int n) { impl::add(x, y, n); }

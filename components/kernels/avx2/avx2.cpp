@@ -546,22 +546,22 @@ void Avx2::attention_values(const float* p, const bf16_t* v, std::size_t ldv, in
   values_rows(p, v, ldv, n, d, out);
 }
 
-// One query at a time: this level has no multi-query form (kernel_api.h allows that).
-void Avx2::attention_scores_multi(const float* const* q, int nq, const float* k, std::size_t ldk, int n, int d,
-                                   float scale, float* const* s) {
-  for (int i = 0; i < nq; ++i) attention_scores(q[i], k, ldk, n, d, scale, s[i]);
+// No multi-query form at this level: one query at a time (kernel_api.h).
+void Avx2::attention_scores_multi(const float* const* q, int nq, const float* k, std::size_t ldk, int n,
+                                  int d, float scale, float* const* s) {
+  attention_scores_by_query<Avx2>(q, nq, k, ldk, n, d, scale, s);
 }
-void Avx2::attention_scores_multi(const float* const* q, int nq, const bf16_t* k, std::size_t ldk, int n, int d,
-                                   float scale, float* const* s) {
-  for (int i = 0; i < nq; ++i) attention_scores(q[i], k, ldk, n, d, scale, s[i]);
+void Avx2::attention_scores_multi(const float* const* q, int nq, const bf16_t* k, std::size_t ldk, int n,
+                                  int d, float scale, float* const* s) {
+  attention_scores_by_query<Avx2>(q, nq, k, ldk, n, d, scale, s);
 }
-void Avx2::attention_values_multi(const float* const* p, int nq, const float* v, std::size_t ldv, int n, int d,
-                                   float* const* out) {
-  for (int i = 0; i < nq; ++i) attention_values(p[i], v, ldv, n, d, out[i]);
+void Avx2::attention_values_multi(const float* const* p, int nq, const float* v, std::size_t ldv, int n,
+                                  int d, float* const* out) {
+  attention_values_by_query<Avx2>(p, nq, v, ldv, n, d, out);
 }
-void Avx2::attention_values_multi(const float* const* p, int nq, const bf16_t* v, std::size_t ldv, int n, int d,
-                                   float* const* out) {
-  for (int i = 0; i < nq; ++i) attention_values(p[i], v, ldv, n, d, out[i]);
+void Avx2::attention_values_multi(const float* const* p, int nq, const bf16_t* v, std::size_t ldv, int n,
+                                  int d, float* const* out) {
+  attention_values_by_query<Avx2>(p, nq, v, ldv, n, d, out);
 }
 void Avx2::add(const float* x, float* y, int n) {
   int i = 0;

@@ -625,13 +625,16 @@ inline void attention_values(const float* p, const E* v, size_t ldv, int n, int 
   }
 }
 
-// Several queries over the same keys (a prefill's query block; model/attention.h attend_block): s[i][j] equals
-// attention_scores(q[i], k, ldk, n, d, scale, s[i]) bitwise. Each 16-key block is taken as 4 x 4 (query, key) pairs
-// whose 16 accumulators are the single kernel's, one per pair, each summing the same FMAs over the head dimension in
-// the same order; the same 16x16 transpose and lane-ordered adds then reduce them. One key vector now feeds 4 FMAs and
-// one query vector 4 (the single kernel loads a key vector, and prefetches it, for every FMA), so the loads no longer
-// bound the FMA rate. Queries beyond a multiple of 4, head dims not a multiple of 16, and the keys past the last
-// full 16-block take the single kernel (its tail keys have their own reduction order).
+// Several queries over the same keys (a prefill's query block, or a decode step whose KV head has more than 16 query
+// heads; model/attention.h attend_block): s[i][j] equals attention_scores(q[i], k, ldk, n, d, scale, s[i]) bitwise.
+// The keys of full 16-key blocks are taken in tiles of 4 queries x 4 keys; a tile's 16 accumulators are the single
+// kernel's, one per (query, key) pair, each summing the same FMAs over the head dimension in the same order, and the
+// same 16x16 transpose and lane-ordered adds reduce them. One key vector now feeds 4 FMAs and one query vector 4 (the
+// single kernel loads a key vector for every FMA, and for f32 rows prefetches it too), so the loads no longer bound
+// the FMA rate. Queries beyond a multiple of 4, head dims not a multiple of 16, and the keys past the last full
+// 16-block take the single kernel (its tail keys have their own reduction order). The multi forms do not prefetch:
+// in a prefill the block's queries re-read rows the first query brought in (OPT-022: prefetching the next span whole
+// changed nothing measurable); a decode step with more than 16 query heads per KV head was not measured.
 template <class E>
 inline void scores4x4(const float* const* q, const E* k, size_t ldk, int chunks, __m512 sv, float* const* s) {
   __m512 acc[16];
@@ -663,11 +666,12 @@ inline void attention_scores_multi(const float* const* q, int nq, const E* k, si
     const int full = n / 16 * 16;
     for (; i + 4 <= nq; i += 4) {
       for (int j = 0; j < full; j += 4) {
-        float* const out[4] = {s[i] + j, s[i + 1] + j, s[i + 2] + j, s[i + 3] + j};
-        scores4x4(q + i, k + size_t(j) * ldk, ldk, d / 16, sv, out);
+        float* const tile_s[4] = {s[i] + j, s[i + 1] + j, s[i + 2] + j, s[i + 3] + j};
+        scores4x4(q + i, k + size_t(j) * ldk, ldk, d / 16, sv, tile_s);
       }
       if (full < n)
-        for (int r = i; r < i + 4; ++r) attention_scores(q[r], k + size_t(full) * ldk, ldk, n - full, d, scale, s[r] + full);
+        for (int r = i; r < i + 4; ++r)
+          attention_scores(q[r], k + size_t(full) * ldk, ldk, n - full, d, scale, s[r] + full);
     }
   }
   for (; i < nq; ++i) attention_scores(q[i], k, ldk, n, d, scale, s[i]);

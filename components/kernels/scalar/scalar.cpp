@@ -90,22 +90,22 @@ void Scalar::attention_scores(const float* q, const bf16_t* k, std::size_t ldk, 
 void Scalar::attention_values(const float* p, const bf16_t* v, std::size_t ldv, int n, int d, float* out) {
   values_impl(p, v, ldv, n, d, out);
 }
-// One query at a time: this level has no multi-query form (kernel_api.h allows that).
-void Scalar::attention_scores_multi(const float* const* q, int nq, const float* k, std::size_t ldk, int n, int d,
-                                   float scale, float* const* s) {
-  for (int i = 0; i < nq; ++i) attention_scores(q[i], k, ldk, n, d, scale, s[i]);
+// No multi-query form at this level: one query at a time (kernel_api.h).
+void Scalar::attention_scores_multi(const float* const* q, int nq, const float* k, std::size_t ldk, int n,
+                                    int d, float scale, float* const* s) {
+  attention_scores_by_query<Scalar>(q, nq, k, ldk, n, d, scale, s);
 }
-void Scalar::attention_scores_multi(const float* const* q, int nq, const bf16_t* k, std::size_t ldk, int n, int d,
-                                   float scale, float* const* s) {
-  for (int i = 0; i < nq; ++i) attention_scores(q[i], k, ldk, n, d, scale, s[i]);
+void Scalar::attention_scores_multi(const float* const* q, int nq, const bf16_t* k, std::size_t ldk, int n,
+                                    int d, float scale, float* const* s) {
+  attention_scores_by_query<Scalar>(q, nq, k, ldk, n, d, scale, s);
 }
-void Scalar::attention_values_multi(const float* const* p, int nq, const float* v, std::size_t ldv, int n, int d,
-                                   float* const* out) {
-  for (int i = 0; i < nq; ++i) attention_values(p[i], v, ldv, n, d, out[i]);
+void Scalar::attention_values_multi(const float* const* p, int nq, const float* v, std::size_t ldv, int n,
+                                    int d, float* const* out) {
+  attention_values_by_query<Scalar>(p, nq, v, ldv, n, d, out);
 }
-void Scalar::attention_values_multi(const float* const* p, int nq, const bf16_t* v, std::size_t ldv, int n, int d,
-                                   float* const* out) {
-  for (int i = 0; i < nq; ++i) attention_values(p[i], v, ldv, n, d, out[i]);
+void Scalar::attention_values_multi(const float* const* p, int nq, const bf16_t* v, std::size_t ldv, int n,
+                                    int d, float* const* out) {
+  attention_values_by_query<Scalar>(p, nq, v, ldv, n, d, out);
 }
 void Scalar::add(const float* x, float* y, int n) {
   for (int i = 0; i < n; ++i) y[i] += x[i];
