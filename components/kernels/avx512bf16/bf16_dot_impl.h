@@ -43,27 +43,43 @@ struct DpBf16 {
 };
 
 // ---- prefill (more than kMaxDotTokens tokens): packed bf16 pairs -----------------------------------------------
-// Outer-product form as impl::matmul (BLIS-style: a panel of kNR = 32 weight rows x kKC columns packed once, used by
-// every token of an kMC block, kMR = 12 tokens at a time), but neither operand is widened: the panel holds bf16
-// pairs, panel[p * 32 + r] = (W[r, 2p], W[r, 2p + 1]) as one 32-bit lane (low half = even column, the order
+// Outer-product form as impl::matmul (BLIS-style: a panel of up to kPairNR weight rows x kPairKC columns packed once,
+// used by every token of a kPairMC block, kPairMR tokens at a time), but neither operand is widened: the panel holds
+// bf16 pairs, panel[p * nr_pad + r] = (W[r, 2p], W[r, 2p + 1]) as one 32-bit lane (low half = even column, the order
 // VDPBF16PS pairs them), and each token's (x[2p], x[2p + 1]) is broadcast as one 32-bit value. Per pair of columns
-// the micro-kernel does 2 panel loads, 12 broadcasts and 24 VDPBF16PS (64 multiply-adds each, 2 per column): twice
-// the work per instruction of the f32 FMA kernel. A zero-padded last pair covers an odd column count.
+// the micro-kernel does NV panel loads, MR broadcasts and NV x MR VDPBF16PS (64 multiply-adds each, 2 per column):
+// 3 x 8 = 24 accumulators, where the f32 kernel's 2 x 12 spent 12 broadcasts per 24; a panel's last rows take 1 or 2
+// vectors (nr_pad = 16 NV), so a 128-row block is 2 full panels and one of 32 rows, not a third of a panel wasted.
+// Measured on one AMD Zen 4 core, 256 tokens x 3072 x 1024 (bf16 peak 233 GFLOP/s per core, a VDPBF16PS loop):
+// 2 x 12 with kMC 192 tokens 172-176 GFLOP/s, 2 x 12 with all 256 tokens in one block 187-190, 3 x 8 190-198, 4 x 6
+// 181-187, 3 x 9 / 2 x 14 182-184; 2 threads (best of 15, the host's noise is large): 318-382 -> 333-394 over the
+// 0.6B shapes (/work/kx/s20/pf2.cpp in session 20). Every output sums its pairs in column order within a kPairKC
+// block and the blocks in order, as before, so the results are bitwise those of the 2 x 12 kernel.
 // Which kernel runs is a tuning parameter (ckb/platforms [[tuning]] MI_TUNE_BF16_PREFILL): VDPBF16PS zmm throughput
 // differs by vendor. Measured (one thread, 256 tokens x 3072 x 1024): AMD Zen 5 (EPYC "Turin") 292.6 GFLOP/s packed
 // pairs against 141.7 for the FMA kernel; an Emerald Rapids Xeon retires VDPBF16PS zmm at 0.5 per cycle, where an
-// earlier version of this kernel reached 75 GFLOP/s against 110-125 (bench/kernels). The results differ only in
-// summation order (pairs are summed before they reach the accumulator), within the kernel contract's bound.
+// earlier version of this kernel reached 75 GFLOP/s against 110-125 (bench/kernels). The results differ from the
+// FMA kernel's only in summation order (pairs are summed before they reach the accumulator), within the kernel
+// contract's bound.
 #ifndef MI_TUNE_BF16_PREFILL
 #define MI_TUNE_BF16_PREFILL 1
 #endif
 static_assert(MI_TUNE_BF16_PREFILL == 0 || MI_TUNE_BF16_PREFILL == 1, "MI_TUNE_BF16_PREFILL: 0 or 1");
 
-// dst[p * 32 + r] = (W[r, 2p], W[r, 2p + 1]) for r < nr, p < ceil(kc / 2); rows nr..31 and a lone last column's
-// partner are zero. Rows are read in 16-pair chunks and transposed as 32-bit lanes (impl::transpose16x16).
-inline void pack_pairs(const bf16_t* w, size_t ld, int nr, int kc, uint32_t* dst) {
+constexpr int kPairNV = 3;              // panel vectors of 16 rows
+constexpr int kPairNR = 16 * kPairNV;   // rows per panel
+constexpr int kPairMR = 8;              // tokens per micro-kernel call
+constexpr int kPairKC = impl::kKC;      // columns per panel (even: whole pairs)
+constexpr int kPairMC = 256;            // tokens per block: a 256-token prompt packs each panel once
+static_assert(kPairKC % 2 == 0, "a panel holds whole column pairs");
+
+// dst[p * 16 nv + r] = (W[r, 2p], W[r, 2p + 1]) for r < nr <= 16 nv, p < ceil(kc / 2); rows nr..16 nv - 1 and a lone
+// last column's partner are zero. Rows are read in 16-pair chunks and transposed as 32-bit lanes
+// (impl::transpose16x16).
+inline void pack_pairs(const bf16_t* w, size_t ld, int nr, int nv, int kc, uint32_t* dst) {
   const int pairs = (kc + 1) / 2;
-  for (int g = 0; g < 2; ++g) {
+  const size_t stride = size_t(16 * nv);
+  for (int g = 0; g < nv; ++g) {
     const int r0 = 16 * g;
     for (int p = 0; p < pairs; p += 16) {
       const __mmask32 km = impl::mask32(kc - 2 * p);
@@ -73,7 +89,7 @@ inline void pack_pairs(const bf16_t* w, size_t ld, int nr, int kc, uint32_t* dst
                            : _mm512_setzero_ps();
       impl::transpose16x16(t);
       const int pn = pairs - p < 16 ? pairs - p : 16;
-      for (int j = 0; j < pn; ++j) _mm512_store_si512(dst + size_t(p + j) * impl::kNR + r0, _mm512_castps_si512(t[j]));
+      for (int j = 0; j < pn; ++j) _mm512_store_si512(dst + size_t(p + j) * stride + r0, _mm512_castps_si512(t[j]));
     }
   }
 }
@@ -85,61 +101,77 @@ inline int load_pair(const bf16_t* p) {
   return int(v);
 }
 
-// Y[i, 0..nr) (+)= sum_k x[i, k] * W[r, k] for i < MR over the panel's kc columns.
-template <int MR>
+// Y[i, 0..nr) (+)= sum_k x[i, k] * W[r, k] for i < MR over the panel's kc columns; the panel is NV vectors wide.
+template <int NV, int MR>
 inline void micro_pairs(const uint32_t* panel, const bf16_t* x, size_t ldx, int kc, float* y, size_t ldy,
-                        __mmask16 m0, __mmask16 m1, bool accumulate) {
-  __m512 c0[MR], c1[MR];
-  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
+                        const __mmask16* rm, bool accumulate) {
+  __m512 c[MR][NV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) c[i][v] = _mm512_setzero_ps();
+  const auto pair_step = [&](const uint32_t* pw, auto&& pair_of) {
+    __m512bh w[NV];
+    for (int v = 0; v < NV; ++v) w[v] = (__m512bh)_mm512_load_si512(pw + 16 * v);
+    for (int i = 0; i < MR; ++i) {
+      const __m512bh xb = (__m512bh)_mm512_set1_epi32(pair_of(i));
+      for (int v = 0; v < NV; ++v) c[i][v] = _mm512_dpbf16_ps(c[i][v], w[v], xb);
+    }
+  };
   const int full_pairs = kc / 2;
-  for (int p = 0; p < full_pairs; ++p) {
-    const __m512bh w0 = (__m512bh)_mm512_load_si512(panel + size_t(p) * impl::kNR);
-    const __m512bh w1 = (__m512bh)_mm512_load_si512(panel + size_t(p) * impl::kNR + 16);
-    for (int i = 0; i < MR; ++i) {
-      const __m512bh xb = (__m512bh)_mm512_set1_epi32(load_pair(x + i * ldx + 2 * p));
-      c0[i] = _mm512_dpbf16_ps(c0[i], w0, xb);
-      c1[i] = _mm512_dpbf16_ps(c1[i], w1, xb);
-    }
-  }
-  if (kc & 1) {  // the last column alone: its partner is 0 in the panel and in x (never read past the row)
-    const __m512bh w0 = (__m512bh)_mm512_load_si512(panel + size_t(full_pairs) * impl::kNR);
-    const __m512bh w1 = (__m512bh)_mm512_load_si512(panel + size_t(full_pairs) * impl::kNR + 16);
-    for (int i = 0; i < MR; ++i) {
-      const __m512bh xb = (__m512bh)_mm512_set1_epi32(int(x[i * ldx + kc - 1].bits));
-      c0[i] = _mm512_dpbf16_ps(c0[i], w0, xb);
-      c1[i] = _mm512_dpbf16_ps(c1[i], w1, xb);
-    }
-  }
+  for (int p = 0; p < full_pairs; ++p)
+    pair_step(panel + size_t(p) * 16 * NV, [&](int i) { return load_pair(x + i * ldx + 2 * p); });
+  if (kc & 1)  // the last column alone: its partner is 0 in the panel and in x (never read past the row)
+    pair_step(panel + size_t(full_pairs) * 16 * NV, [&](int i) { return int(x[i * ldx + kc - 1].bits); });
   for (int i = 0; i < MR; ++i) {
     float* yi = y + i * ldy;
-    if (accumulate) {
-      c0[i] = _mm512_add_ps(c0[i], _mm512_maskz_loadu_ps(m0, yi));
-      c1[i] = _mm512_add_ps(c1[i], _mm512_maskz_loadu_ps(m1, yi + 16));
+    for (int v = 0; v < NV; ++v) {
+      if (accumulate) c[i][v] = _mm512_add_ps(c[i][v], _mm512_maskz_loadu_ps(rm[v], yi + 16 * v));
+      _mm512_mask_storeu_ps(yi + 16 * v, rm[v], c[i][v]);
     }
-    _mm512_mask_storeu_ps(yi, m0, c0[i]);
-    _mm512_mask_storeu_ps(yi + 16, m1, c1[i]);
   }
 }
 
+// micro_pairs<NV, mr> for mr in [1, kPairMR] (a compile-time token count).
+template <int NV, int MR = kPairMR>
+inline void micro_pairs_n(int mr, const uint32_t* panel, const bf16_t* x, size_t ldx, int kc, float* y, size_t ldy,
+                          const __mmask16* rm, bool accumulate) {
+  if constexpr (MR > 1)
+    if (mr < MR) return micro_pairs_n<NV, MR - 1>(mr, panel, x, ldx, kc, y, ldy, rm, accumulate);
+  micro_pairs<NV, MR>(panel, x, ldx, kc, y, ldy, rm, accumulate);
+}
 
-// Stack use: 16 KiB packed panel.
+// Stack use: 24 KiB packed panel.
 inline void matmul_pairs(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int M,
                          int rows, int cols) {
-  alignas(64) uint32_t panel[(impl::kKC / 2) * impl::kNR];
-  for (int m0 = 0; m0 < M; m0 += impl::kMC) {
-    const int mc = M - m0 < impl::kMC ? M - m0 : impl::kMC;
-    for (int r0 = 0; r0 < rows; r0 += impl::kNR) {
-      const int nr = rows - r0 < impl::kNR ? rows - r0 : impl::kNR;
-      const __mmask16 rm0 = impl::mask16(nr), rm1 = impl::mask16(nr - 16);
-      for (int k0 = 0; k0 < cols; k0 += impl::kKC) {
-        const int kc = cols - k0 < impl::kKC ? cols - k0 : impl::kKC;
-        pack_pairs(w + size_t(r0) * ld + k0, ld, nr, kc, panel);
-        for (int i0 = 0; i0 < mc; i0 += impl::kMR) {
-          const int mr = mc - i0 < impl::kMR ? mc - i0 : impl::kMR;
-          impl::with_mr(mr, [&](auto MR) {
-            micro_pairs<decltype(MR)::value>(panel, x + size_t(m0 + i0) * ldx + k0, ldx, kc, y + size_t(m0 + i0) * ldy + r0, ldy, rm0,
-                            rm1, k0 > 0);
-          });
+  alignas(64) uint32_t panel[(kPairKC / 2) * kPairNR];
+  for (int m0 = 0; m0 < M; m0 += kPairMC) {
+    const int mc = M - m0 < kPairMC ? M - m0 : kPairMC;
+    for (int r0 = 0; r0 < rows; r0 += kPairNR) {
+      const int nr = rows - r0 < kPairNR ? rows - r0 : kPairNR;
+      const int nv = (nr + 15) / 16;
+      __mmask16 rm[kPairNV];
+      for (int v = 0; v < kPairNV; ++v) rm[v] = impl::mask16(nr - 16 * v);
+      for (int k0 = 0; k0 < cols; k0 += kPairKC) {
+        const int kc = cols - k0 < kPairKC ? cols - k0 : kPairKC;
+        pack_pairs(w + size_t(r0) * ld + k0, ld, nr, nv, kc, panel);
+        // The next panel's source rows, a share of its lines per micro-kernel call, into L2: packing then reads
+        // cache instead of waiting on memory row by row.
+        const bool next_k = k0 + kPairKC < cols;
+        const int nr0 = next_k ? r0 : r0 + kPairNR, nk0 = next_k ? k0 + kPairKC : 0;
+        const int next_rows = nr0 < rows ? (rows - nr0 < kPairNR ? rows - nr0 : kPairNR) : 0;
+        const int next_kc = cols - nk0 < kPairKC ? cols - nk0 : kPairKC;
+        const int row_lines = (next_kc * int(sizeof(bf16_t)) + 63) / 64;
+        const int lines = next_rows * row_lines, calls = (mc + kPairMR - 1) / kPairMR;
+        for (int i0 = 0, call = 0; i0 < mc; i0 += kPairMR, ++call) {
+          for (int l = lines * call / calls; l < lines * (call + 1) / calls; ++l)
+            _mm_prefetch(reinterpret_cast<const char*>(w + size_t(nr0 + l / row_lines) * ld + nk0) + 64 * (l % row_lines),
+                         _MM_HINT_T1);
+          const int mr = mc - i0 < kPairMR ? mc - i0 : kPairMR;
+          const bf16_t* xi = x + size_t(m0 + i0) * ldx + k0;
+          float* yi = y + size_t(m0 + i0) * ldy + r0;
+          static_assert(kPairNV == 3, "the dispatch below covers 1..3 panel vectors");
+          if (nv == 3) micro_pairs_n<3>(mr, panel, xi, ldx, kc, yi, ldy, rm, k0 > 0);
+          else if (nv == 2) micro_pairs_n<2>(mr, panel, xi, ldx, kc, yi, ldy, rm, k0 > 0);
+          else micro_pairs_n<1>(mr, panel, xi, ldx, kc, yi, ldy, rm, k0 > 0);
         }
       }
     }

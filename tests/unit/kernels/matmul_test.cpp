@@ -48,8 +48,10 @@ void check_matmul(const char* what, LevelFn level_fn, OracleFn oracle_fn) {
   for (int M : kTokens)
     for (int rows : kRows)
       for (int cols : kCols) check_matmul_case<W, X>(what, M, rows, cols, seed++, level_fn, oracle_fn);
-  // More tokens than one token block (AVX-512: 192, AVX2: 120) and rows spanning several panels with a tail.
+  // More tokens than one token block (AVX-512 f32: 192, AVX-512 bf16 pairs: 256, AVX2: 120) and rows spanning
+  // several panels with a tail (bf16 pairs: 48-row panels, then a 4-row one).
   check_matmul_case<W, X>(what, 200, 45, 300, seed++, level_fn, oracle_fn);
+  check_matmul_case<W, X>(what, 300, 100, 301, seed++, level_fn, oracle_fn);
 }
 
 TYPED_TEST(MatmulTest, Bf16WeightsF32Activations) {
