@@ -93,9 +93,10 @@ inline __m512 exp_ps(__m512 x) {
 
 // ---- horizontal sums -----------------------------------------------------------------------------------------
 // The sum of a vector's 16 lanes as a fixed tree: lane i + lane i+8 (i < 8), then i + i+4 (i < 4), then i + i+2
-// (i < 2), then lane 0 + lane 1 - the pairing of GCC's and Clang's _mm512_reduce_add_ps, written out so that the
-// one-vector form (hsum) and the many-vector form (hsum_many) give every vector the same result bitwise on any
-// compiler (float addition is commutative, so only the pairing matters).
+// (i < 2), then lane 0 + lane 1 - the pairing of GCC 12's _mm512_reduce_add_ps (avx512fintrin.h), so results are
+// unchanged under GCC. Written out because Clang's intrinsic is a reassociable reduction with no promised order:
+// this way the one-vector form (hsum) and the many-vector form (hsum_many) give every vector the same result
+// bitwise on any compiler (float addition is commutative, so only the pairing matters).
 inline float hsum(__m512 v) {
   const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
   const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
@@ -186,9 +187,9 @@ template <class Ops, int R, int T>
 inline void dot_block(const typename Ops::W* w, size_t row_step, std::ptrdiff_t ahead, const typename Ops::X* xi,
                       float* y, size_t ldy, size_t y_step, int cols, int c_begin, int c_end, __m512* carry) {
   constexpr int S = Ops::kStep;
-  __m512 acc[T][R];
+  __m512 acc[T * R];  // (token t, row r) at t * R + r, as in carry; flat so hsum_many may read it as one array
   for (int t = 0; t < T; ++t)
-    for (int r = 0; r < R; ++r) acc[t][r] = c_begin > 0 ? carry[t * R + r] : _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) acc[t * R + r] = c_begin > 0 ? carry[t * R + r] : _mm512_setzero_ps();
   int c = c_begin;
   for (; c + 2 * S <= c_end; c += 2 * S) {
     // Every line of the next 2 steps: 64 bytes per row for FMA's 16 bf16 columns per step, 128 for VDPBF16PS's 32
@@ -206,7 +207,7 @@ inline void dot_block(const typename Ops::W* w, size_t row_step, std::ptrdiff_t 
         // Keep the activation in a register for its R uses: GCC would otherwise fold the load into each FMA, R loads
         // instead of one (Zen 5, 3 rows x 8 tokens: 99 -> 115-142 GFLOP/s on one core).
         if constexpr (R > 1) __asm__("" : "+v"(xv));
-        for (int r = 0; r < R; ++r) acc[t][r] = Ops::step(acc[t][r], wv[r], xv);
+        for (int r = 0; r < R; ++r) acc[t * R + r] = Ops::step(acc[t * R + r], wv[r], xv);
       }
     }
   }
@@ -216,26 +217,25 @@ inline void dot_block(const typename Ops::W* w, size_t row_step, std::ptrdiff_t 
     for (int r = 0; r < R; ++r) wv[r] = Ops::load_w(w + r * row_step + c, m);
     for (int t = 0; t < T; ++t) {
       const typename Ops::Xv xv = Ops::load_x(xi_at<Ops, T>(xi, c, t), m);
-      for (int r = 0; r < R; ++r) acc[t][r] = Ops::step(acc[t][r], wv[r], xv);
+      for (int r = 0; r < R; ++r) acc[t * R + r] = Ops::step(acc[t * R + r], wv[r], xv);
     }
   }
   if (c_end < cols) {
     for (int t = 0; t < T; ++t)
-      for (int r = 0; r < R; ++r) carry[t * R + r] = acc[t][r];
+      for (int r = 0; r < R; ++r) carry[t * R + r] = acc[t * R + r];
     return;
   }
   if constexpr (R * T >= 4) {  // the accumulators in [T][R] order, 16 at a time, each summed as hsum would
     constexpr int n = R * T;
     static_assert(n <= 32, "two hsum_many groups");
     alignas(64) float sums[n];
-    const __m512* a = &acc[0][0];
-    hsum_many<(n < 16 ? n : 16)>(a, sums);
-    if constexpr (n > 16) hsum_many<(n > 16 ? n - 16 : 1)>(a + 16, sums + 16);
+    hsum_many<(n < 16 ? n : 16)>(acc, sums);
+    if constexpr (n > 16) hsum_many<(n > 16 ? n - 16 : 1)>(acc + 16, sums + 16);
     for (int t = 0; t < T; ++t)
       for (int r = 0; r < R; ++r) y[t * ldy + r * y_step] = sums[t * R + r];
   } else {
     for (int t = 0; t < T; ++t)
-      for (int r = 0; r < R; ++r) y[t * ldy + r * y_step] = hsum(acc[t][r]);
+      for (int r = 0; r < R; ++r) y[t * ldy + r * y_step] = hsum(acc[t * R + r]);
   }
 }
 

@@ -48,13 +48,13 @@ struct DpBf16 {
 // bf16 pairs, panel[p * nr_pad + r] = (W[r, 2p], W[r, 2p + 1]) as one 32-bit lane (low half = even column, the order
 // VDPBF16PS pairs them), and each token's (x[2p], x[2p + 1]) is broadcast as one 32-bit value. Per pair of columns
 // the micro-kernel does NV panel loads, MR broadcasts and NV x MR VDPBF16PS (64 multiply-adds each, 2 per column):
-// 3 x 8 = 24 accumulators, where the f32 kernel's 2 x 12 spent 12 broadcasts per 24; a panel's last rows take 1 or 2
-// vectors (nr_pad = 16 NV), so a 128-row block is 2 full panels and one of 32 rows, not a third of a panel wasted.
-// Measured on one AMD Zen 4 core, 256 tokens x 3072 x 1024 (bf16 peak 233 GFLOP/s per core, a VDPBF16PS loop):
-// 2 x 12 with kMC 192 tokens 172-176 GFLOP/s, 2 x 12 with all 256 tokens in one block 187-190, 3 x 8 190-198, 4 x 6
-// 181-187, 3 x 9 / 2 x 14 182-184; 2 threads (best of 15, the host's noise is large): 318-382 -> 333-394 over the
-// 0.6B shapes (/work/kx/s20/pf2.cpp in session 20). Every output sums its pairs in column order within a kPairKC
-// block and the blocks in order, as before, so the results are bitwise those of the 2 x 12 kernel.
+// 3 x 8 = 24 accumulators, where the earlier pair kernel, in the f32 kernel's 2 x 12 shape, spent 12 broadcasts per
+// 24; a panel's last rows take 1 or 2 vectors (nr_pad = 16 NV), so a 128-row block is 2 full panels and one of 32
+// rows, not a third of a panel wasted. Measured on AMD Zen 4 (experience OPT-024): one core, 256 tokens x 3072 x
+// 1024 in L3, 172-176 -> 190-198 GFLOP/s (a VDPBF16PS loop peaks at 226-234); 28 distinct matrices streamed from
+// DRAM, medians, two threads 311-352 -> 361-389 over the 0.6B shapes. Every output still sums its pairs in column
+// order within a kPairKC block and the blocks in order, so by construction (not by a test) the results are bitwise
+// those of the 2 x 12 kernel.
 // Which kernel runs is a tuning parameter (ckb/platforms [[tuning]] MI_TUNE_BF16_PREFILL): VDPBF16PS zmm throughput
 // differs by vendor. Measured (one thread, 256 tokens x 3072 x 1024): AMD Zen 5 (EPYC "Turin") 292.6 GFLOP/s packed
 // pairs against 141.7 for the FMA kernel; an Emerald Rapids Xeon retires VDPBF16PS zmm at 0.5 per cycle, where an
