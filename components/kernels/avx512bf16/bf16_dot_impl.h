@@ -153,18 +153,9 @@ inline void matmul_pairs(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx
       for (int k0 = 0; k0 < cols; k0 += kPairKC) {
         const int kc = cols - k0 < kPairKC ? cols - k0 : kPairKC;
         pack_pairs(w + size_t(r0) * ld + k0, ld, nr, nv, kc, panel);
-        // The next panel's source rows, a share of its lines per micro-kernel call, into L2: packing then reads
-        // cache instead of waiting on memory row by row.
-        const bool next_k = k0 + kPairKC < cols;
-        const int nr0 = next_k ? r0 : r0 + kPairNR, nk0 = next_k ? k0 + kPairKC : 0;
-        const int next_rows = nr0 < rows ? (rows - nr0 < kPairNR ? rows - nr0 : kPairNR) : 0;
-        const int next_kc = cols - nk0 < kPairKC ? cols - nk0 : kPairKC;
-        const int row_lines = (next_kc * int(sizeof(bf16_t)) + 63) / 64;
-        const int lines = next_rows * row_lines, calls = (mc + kPairMR - 1) / kPairMR;
+        const impl::NextPanel<bf16_t> next(w, ld, rows, cols, kPairNR, kPairKC, r0, k0, (mc + kPairMR - 1) / kPairMR);
         for (int i0 = 0, call = 0; i0 < mc; i0 += kPairMR, ++call) {
-          for (int l = lines * call / calls; l < lines * (call + 1) / calls; ++l)
-            _mm_prefetch(reinterpret_cast<const char*>(w + size_t(nr0 + l / row_lines) * ld + nk0) + 64 * (l % row_lines),
-                         _MM_HINT_T1);
+          next.prefetch_share(call);
           const int mr = mc - i0 < kPairMR ? mc - i0 : kPairMR;
           const bf16_t* xi = x + size_t(m0 + i0) * ldx + k0;
           float* yi = y + size_t(m0 + i0) * ldy + r0;
