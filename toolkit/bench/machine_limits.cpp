@@ -242,6 +242,16 @@ nlohmann::json MachineLimits::to_json() const {
   return j;
 }
 
+PeakFlops measure_peak_again(const PeakFlops& peak, int passes) {
+  std::optional<PeakFlops> again;
+  if (peak.format == "f32_fma") again = measure_f32_fma(peak.threads, passes);
+  else if (peak.format == "bf16_dot") again = measure_bf16_dot(peak.threads, passes);
+  else if (peak.format == "bf16_tile") again = measure_bf16_tile(peak.threads, passes);
+  else fail("measure_peak_again: unknown peak format '" + peak.format + "'");
+  if (!again) fail("measure_peak_again: " + peak.format + " is no longer available on this CPU");
+  return *again;
+}
+
 MachineLimits measure_machine_limits(const LimitsOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const int threads = resolve_threads(options.threads);

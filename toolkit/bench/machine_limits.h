@@ -61,4 +61,8 @@ std::optional<PeakFlops> measure_bf16_tile(int threads, int passes = 5);
 
 MachineLimits measure_machine_limits(const LimitsOptions& options);
 
+// `peak` measured again (same format, ISA and threads), best of `passes`: a shared host that steals cycles during one
+// measurement reports too low a peak, so a run keeps the largest of several measurements (bench.cpp).
+PeakFlops measure_peak_again(const PeakFlops& peak, int passes);
+
 }  // namespace mi::bench

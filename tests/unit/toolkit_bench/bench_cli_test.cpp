@@ -63,6 +63,9 @@ TEST_F(BenchCli, QuickMatrixReportHasEveryCellMetricAndBound) {
   EXPECT_GE(l["decode_bandwidth_gbs"].get<double>(), l["read_bandwidth_gbs"].get<double>());
   EXPECT_GT(l["peak_gflops"]["f32_fma"]["gflops"].get<double>(), 0);
   EXPECT_GT(l["prefill_peak"]["gflops"].get<double>(), 0);
+  // The prefill bound is the largest of the peaks measured at the start and after each of the 4 cells.
+  EXPECT_EQ(l["prefill_peak"]["measurements"], 5);
+  EXPECT_GE(l["prefill_peak"]["gflops"].get<double>(), l["prefill_peak"]["gflops_at_start"].get<double>());
   EXPECT_GT(rep["startup_ms"]["best"].get<double>(), 0);
   EXPECT_GT(rep["model"]["decode_weight_bytes_per_token"].get<double>(), 0);
   EXPECT_GT(rep["model"]["prompt_params_per_token"].get<double>(), 0);
@@ -101,6 +104,7 @@ TEST_F(BenchCli, QuickMatrixReportHasEveryCellMetricAndBound) {
     if (below < 2) {
       EXPECT_GT(c["fraction_of_bound"]["prefill"].get<double>(), 0);
     }
+    EXPECT_EQ(c["bounds"]["prefill_tok_s"], rep["cells"][0]["bounds"]["prefill_tok_s"]) << "one prefill bound per run";
     EXPECT_FALSE(c.contains("baseline"));
   }
   EXPECT_EQ(seen, (std::set<std::pair<int, int>>{{11, 16}, {11, 32}, {64, 16}, {64, 32}}));
@@ -236,7 +240,9 @@ TEST_F(BenchCli, ProfileListsEveryOpWithCostAndBound) {
       share += op["share"].get<double>();
       EXPECT_GE(op["ms"].get<double>(), 0);
       EXPECT_TRUE(op["fraction_of_bound"].is_number() || op["ms"].get<double>() == 0);
-      if (op["op"] != "embed") EXPECT_GT(op["flops"].get<double>(), 0);
+      if (op["op"] != "embed") {
+        EXPECT_GT(op["flops"].get<double>(), 0);
+      }
       EXPECT_GT(op["bytes"].get<double>(), 0);
     }
     EXPECT_EQ(ops, expected);
@@ -244,8 +250,11 @@ TEST_F(BenchCli, ProfileListsEveryOpWithCostAndBound) {
     EXPECT_GE(t["wall_ms"].get<double>(), 0.999 * t["ops_ms"].get<double>()) << "the ops run inside the step";
   }
   // The residual add runs twice per layer: twice the layers' calls of the one-per-layer ops.
-  for (const json& op : prof["decode"]["ops"])
-    if (op["op"] == "residual_add") EXPECT_EQ(op["calls"].get<double>(), 2 * rep["model"]["layers"].get<double>()) << op.dump();
+  for (const json& op : prof["decode"]["ops"]) {
+    if (op["op"] == "residual_add") {
+      EXPECT_EQ(op["calls"].get<double>(), 2 * rep["model"]["layers"].get<double>()) << op.dump();
+    }
+  }
   EXPECT_NE(r.out.find("### Profile: one decode step"), std::string::npos) << r.out;
 }
 

@@ -84,9 +84,22 @@ TEST(MachineLimits, PeakFlopsArePositive) {
   EXPECT_EQ(m.decode_bandwidth_gbs(), 100);
   const PeakFlops& p = m.prefill_peak("bf16");
   EXPECT_GE(p.gflops, f32.gflops) << "the prefill bound is the larger peak";
-  if (bf16) EXPECT_GE(p.gflops, bf16->gflops);
-  if (tile) EXPECT_EQ(p.format, "bf16_tile");
+  if (bf16) {
+    EXPECT_GE(p.gflops, bf16->gflops);
+  }
+  if (tile) {
+    EXPECT_EQ(p.format, "bf16_tile");
+  }
   EXPECT_EQ(m.prefill_peak("f32").format, "f32_fma");
+
+  // Measured again: the same format and thread count; an unknown format is an error, not a silent f32 figure.
+  const PeakFlops again = measure_peak_again(f32, 2);
+  EXPECT_EQ(again.format, "f32_fma");
+  EXPECT_EQ(again.threads, f32.threads);
+  EXPECT_GT(again.gflops, 0);
+  PeakFlops bogus = f32;
+  bogus.format = "int4_magic";
+  EXPECT_THROW(measure_peak_again(bogus, 1), mi::Error);
 }
 
 TEST(Workload, Matrices) {
