@@ -252,6 +252,19 @@ PeakFlops measure_peak_again(const PeakFlops& peak, int passes) {
   return *again;
 }
 
+PeakFlops remeasure_prefill_peak(MachineLimits& limits, const std::string& weight_dtype, int passes) {
+  const auto keep_larger = [&](PeakFlops& p) {
+    const PeakFlops again = measure_peak_again(p, passes);
+    if (again.gflops > p.gflops) p = again;
+  };
+  keep_larger(limits.f32);
+  if (weight_dtype == "bf16") {
+    if (limits.bf16) keep_larger(*limits.bf16);
+    if (limits.bf16_tile) keep_larger(*limits.bf16_tile);
+  }
+  return limits.prefill_peak(weight_dtype);
+}
+
 MachineLimits measure_machine_limits(const LimitsOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const int threads = resolve_threads(options.threads);

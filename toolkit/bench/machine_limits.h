@@ -64,5 +64,9 @@ MachineLimits measure_machine_limits(const LimitsOptions& options);
 // `peak` measured again (same format, ISA and threads), best of `passes`: a shared host that steals cycles during one
 // measurement reports too low a peak, so a run keeps the largest of several measurements (bench.cpp).
 PeakFlops measure_peak_again(const PeakFlops& peak, int passes);
+// Every format prefill_peak(weight_dtype) chooses from measured again (best of `passes`), each kept at the larger of
+// its old and new figure in `limits`; returns the prefill peak after the update. So a start measurement that was
+// slowed on the format that is really the fastest does not stay the loser for the whole run.
+PeakFlops remeasure_prefill_peak(MachineLimits& limits, const std::string& weight_dtype, int passes);
 
 }  // namespace mi::bench

@@ -90,8 +90,13 @@ std::string to_markdown(const json& r) {
     md << "| " << f << " peak | " << format_number(p["gflops"].get<double>()) << " GFLOP/s | " << threads(p["threads"]) << ", "
        << p["isa"].get<std::string>() << " (1 thread: " << format_number(p["gflops_1_thread"].get<double>()) << ") |\n";
   }
-  md << "| prefill FLOP/s bound | " << format_number(l["prefill_peak"]["gflops"].get<double>()) << " GFLOP/s | "
-     << l["prefill_peak"]["format"].get<std::string>() << " for " << m["dtype"].get<std::string>() << " weights |\n\n";
+  const json& pp = l["prefill_peak"];
+  md << "| prefill FLOP/s bound | " << format_number(pp["gflops"].get<double>()) << " GFLOP/s | "
+     << pp["format"].get<std::string>() << " for " << m["dtype"].get<std::string>() << " weights";
+  if (pp.contains("measurements"))
+    md << "; the largest of " << pp["measurements"].get<int>() << " measurements (at the start and after every cell; "
+       << format_number(pp["gflops_at_start"].get<double>()) << " at the start)";
+  md << " |\n\n";
 
   md << "## Workload matrix\n\n";
   md << "Decode bound = the read bandwidth measured around the cell (the larger of the probes just before and just after "

@@ -17,6 +17,7 @@
 #endif
 #include <immintrin.h>
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -220,6 +221,7 @@ inline void dot_block(const typename Ops::W* w, size_t row_step, std::ptrdiff_t 
       for (int r = 0; r < R; ++r) acc[t * R + r] = Ops::step(acc[t * R + r], wv[r], xv);
     }
   }
+  assert(carry != nullptr || c_end == cols);  // a caller stopping before the row's end must keep the sums
   if (c_end < cols && carry != nullptr) {  // (callers walking whole rows pass no carry)
     for (int t = 0; t < T; ++t)
       for (int r = 0; r < R; ++r) carry[t * R + r] = acc[t * R + r];

@@ -73,25 +73,31 @@ TYPED_TEST(Int8Test, MatmulMatchesScalar) {
   using K = TypeParam;
   MI_SKIP_IF_UNSUPPORTED(K);
   uint32_t seed = 101;
+  const auto check_case = [&](int M, int rows, int cols) {
+    const std::size_t ld = std::size_t(cols) + 3, ldx = std::size_t(cols) + 9, ldy = std::size_t(rows) + 2;
+    const Int8Matrix w = random_int8(rows, cols, ld, seed++);
+    const std::vector<float> x = random_acts(M, cols, ldx, seed++);
+    std::vector<float> y(std::size_t(M) * ldy, -7.0f), ref(std::size_t(M) * ldy, -7.0f);
+    K::matmul(w.q.data(), w.scale.data(), ld, x.data(), ldx, y.data(), ldy, M, rows, cols);
+    Scalar::matmul(w.q.data(), w.scale.data(), ld, x.data(), ldx, ref.data(), ldy, M, rows, cols);
+    for (int m = 0; m < M; ++m) {
+      for (int r = 0; r < rows; ++r) {
+        const std::size_t i = std::size_t(m) * ldy + std::size_t(r);
+        ASSERT_NEAR(y[i], ref[i], int8_bound(w, ld, x.data() + std::size_t(m) * ldx, r, cols, ref[i]))
+            << K::name << " M=" << M << " rows=" << rows << " cols=" << cols << " m=" << m << " r=" << r;
+      }
+      for (std::size_t r = std::size_t(rows); r < ldy; ++r)
+        ASSERT_EQ(y[std::size_t(m) * ldy + r], -7.0f) << K::name << ": wrote into Y's row padding";
+    }
+  };
   for (int M : {1, 2, 3, 4, 5, 8, 9, 13})
     for (int rows : {1, 5, 16, 19, 40})
-      for (int cols : {1, 17, 64, 129, 600, 1100, 8200}) {  // 8200: several row blocks at 40 rows
-        const std::size_t ld = std::size_t(cols) + 3, ldx = std::size_t(cols) + 9, ldy = std::size_t(rows) + 2;
-        const Int8Matrix w = random_int8(rows, cols, ld, seed++);
-        const std::vector<float> x = random_acts(M, cols, ldx, seed++);
-        std::vector<float> y(std::size_t(M) * ldy, -7.0f), ref(std::size_t(M) * ldy, -7.0f);
-        K::matmul(w.q.data(), w.scale.data(), ld, x.data(), ldx, y.data(), ldy, M, rows, cols);
-        Scalar::matmul(w.q.data(), w.scale.data(), ld, x.data(), ldx, ref.data(), ldy, M, rows, cols);
-        for (int m = 0; m < M; ++m) {
-          for (int r = 0; r < rows; ++r) {
-            const std::size_t i = std::size_t(m) * ldy + std::size_t(r);
-            ASSERT_NEAR(y[i], ref[i], int8_bound(w, ld, x.data() + std::size_t(m) * ldx, r, cols, ref[i]))
-                << K::name << " M=" << M << " rows=" << rows << " cols=" << cols << " m=" << m << " r=" << r;
-          }
-          for (std::size_t r = std::size_t(rows); r < ldy; ++r)
-            ASSERT_EQ(y[std::size_t(m) * ldy + r], -7.0f) << K::name << ": wrote into Y's row padding";
-        }
-      }
+      for (int cols : {1, 17, 64, 129, 600, 1100, 8200})  // 8200: several row blocks at 40 rows
+        check_case(M, rows, cols);
+  // Prefill: 100 rows (AVX-512: panels of 48 + 48 + 4 rows, so each row's scale is applied past the first panel) and
+  // 300 tokens (more than one 256-token block), odd columns.
+  check_case(300, 100, 301);
+  check_case(20, 100, 1030);
 }
 
 // A token of a batched decode step (up to 8 tokens; at the AVX2 level any count, several-token products being the

@@ -1,7 +1,7 @@
 // Prefill kernels (matmul, matmul_fast) of every x86 level against the Scalar oracle, over token counts that
 // take the dot-form path (M < 4), the one-row path of batched decode (4..8) and the register-blocked path (full and partial micro-tiles), odd and aligned
 // column counts (including more than one cache block of columns), row counts below, at and above one packed
-// panel (32 rows f32, 48 rows bf16 pairs), bf16 and f32 weights, and row strides ld/ldx/ldy larger than the rows they hold (NaN padding in W and
+// panel (AVX-512: 48 rows, f32 and bf16 pairs alike), bf16 and f32 weights, and row strides ld/ldx/ldy larger than the rows they hold (NaN padding in W and
 // X; Y padding must stay untouched).
 #include "kernel_test_support.h"
 
@@ -48,11 +48,11 @@ void check_matmul(const char* what, LevelFn level_fn, OracleFn oracle_fn) {
   for (int M : kTokens)
     for (int rows : kRows)
       for (int cols : kCols) check_matmul_case<W, X>(what, M, rows, cols, seed++, level_fn, oracle_fn);
-  // More tokens than one token block (AVX-512 f32: 192, AVX-512 bf16 pairs: 256, AVX2: 120) and rows spanning
-  // several panels with a tail (bf16 pairs: 48-row panels, then a 4-row one).
+  // More tokens than one token block (AVX2: 120 - the 200-token case; AVX-512: 256 - the 300-token case) and rows
+  // spanning several panels with a tail (AVX-512: 48-row panels, then a 4-row one).
   check_matmul_case<W, X>(what, 200, 45, 300, seed++, level_fn, oracle_fn);
   check_matmul_case<W, X>(what, 300, 100, 301, seed++, level_fn, oracle_fn);
-  // Exactly one bf16-pair panel (48 rows) and a full panel plus a 2-vector tail (80), with micro-tile tails of 2,
+  // Exactly one AVX-512 panel (48 rows) and a full panel plus a 2-vector tail (80), with micro-tile tails of 2,
   // 3, 5 and 6 tokens after a full 8.
   for (int rows : {48, 80})
     for (int M : {10, 11, 13, 14}) check_matmul_case<W, X>(what, M, rows, 301, seed++, level_fn, oracle_fn);
