@@ -130,12 +130,15 @@ inline void micro_pairs(const uint32_t* panel, const bf16_t* x, size_t ldx, int 
   }
 }
 
-// micro_pairs<NV, mr> for mr in [1, kPairMR] (a compile-time token count).
-template <int NV, int MR = kPairMR>
-inline void micro_pairs_n(int mr, const uint32_t* panel, const bf16_t* x, size_t ldx, int kc, float* y, size_t ldy,
-                          const __mmask16* rm, bool accumulate) {
+// micro_pairs<nv, mr> for nv in [1, kPairNV], mr in [1, kPairMR] (compile-time panel width and token count), as
+// impl::micro_f32_n.
+template <int NV = kPairNV, int MR = kPairMR>
+inline void micro_pairs_n(int nv, int mr, const uint32_t* panel, const bf16_t* x, size_t ldx, int kc, float* y,
+                          size_t ldy, const __mmask16* rm, bool accumulate) {
+  if constexpr (NV > 1)
+    if (nv < NV) return micro_pairs_n<NV - 1, MR>(nv, mr, panel, x, ldx, kc, y, ldy, rm, accumulate);
   if constexpr (MR > 1)
-    if (mr < MR) return micro_pairs_n<NV, MR - 1>(mr, panel, x, ldx, kc, y, ldy, rm, accumulate);
+    if (mr < MR) return micro_pairs_n<NV, MR - 1>(nv, mr, panel, x, ldx, kc, y, ldy, rm, accumulate);
   micro_pairs<NV, MR>(panel, x, ldx, kc, y, ldy, rm, accumulate);
 }
 
@@ -159,10 +162,7 @@ inline void matmul_pairs(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx
           const int mr = mc - i0 < kPairMR ? mc - i0 : kPairMR;
           const bf16_t* xi = x + size_t(m0 + i0) * ldx + k0;
           float* yi = y + size_t(m0 + i0) * ldy + r0;
-          static_assert(kPairNV == 3, "the dispatch below covers 1..3 panel vectors");
-          if (nv == 3) micro_pairs_n<3>(mr, panel, xi, ldx, kc, yi, ldy, rm, k0 > 0);
-          else if (nv == 2) micro_pairs_n<2>(mr, panel, xi, ldx, kc, yi, ldy, rm, k0 > 0);
-          else micro_pairs_n<1>(mr, panel, xi, ldx, kc, yi, ldy, rm, k0 > 0);
+          micro_pairs_n(nv, mr, panel, xi, ldx, kc, yi, ldy, rm, k0 > 0);
         }
       }
     }
