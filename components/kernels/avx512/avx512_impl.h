@@ -527,6 +527,35 @@ inline void zero_outputs(float* y, size_t ldy, int M, int rows) {
     for (int r = 0; r < rows; ++r) y[size_t(m) * ldy + r] = 0.0f;
 }
 
+// The loop nest of the outer-product prefill kernels (this one and bf16_dot_impl's packed pairs): blocks of MC
+// tokens, panels of up to NV x 16 rows by KC columns, MR tokens per micro-kernel call, the next panel's source
+// prefetched a share per call. pack(r0, k0, nr, nv, kc) packs a panel; micro(nv, mr, i, k0, kc, y_tile, rm) runs one
+// micro-kernel on tokens [i, i + mr) with y_tile = y + i * ldy + r0, accumulating when k0 > 0.
+template <int NV, int KC, int MC, int MR, class W, class Pack, class Micro>
+inline void walk_panels(const W* w, size_t ld, float* y, size_t ldy, int M, int rows, int cols, Pack&& pack,
+                        Micro&& micro) {
+  constexpr int NR = 16 * NV;
+  for (int m0 = 0; m0 < M; m0 += MC) {
+    const int mc = M - m0 < MC ? M - m0 : MC;
+    for (int r0 = 0; r0 < rows; r0 += NR) {
+      const int nr = rows - r0 < NR ? rows - r0 : NR;
+      const int nv = (nr + 15) / 16;
+      __mmask16 rm[NV];
+      for (int v = 0; v < NV; ++v) rm[v] = mask16(nr - 16 * v);
+      for (int k0 = 0; k0 < cols; k0 += KC) {
+        const int kc = cols - k0 < KC ? cols - k0 : KC;
+        pack(r0, k0, nr, nv, kc);
+        const NextPanel<W> next(w, ld, rows, cols, NR, KC, r0, k0, (mc + MR - 1) / MR);
+        for (int i0 = 0, call = 0; i0 < mc; i0 += MR, ++call) {
+          next.prefetch_share(call);
+          const int mr = mc - i0 < MR ? mc - i0 : MR;
+          micro(nv, mr, m0 + i0, k0, kc, y + size_t(m0 + i0) * ldy + r0, static_cast<const __mmask16*>(rm));
+        }
+      }
+    }
+  }
+}
+
 // Stack use: 48 KiB packed panel + 8 KiB widened activations (bf16 X only).
 template <class W, class X>
 inline void matmul(const W* w, size_t ld, const X* x, size_t ldx, float* y, size_t ldy, int M, int rows, int cols) {
@@ -535,27 +564,14 @@ inline void matmul(const W* w, size_t ld, const X* x, size_t ldx, float* y, size
   if (M <= kMaxDotTokens) return matmul_few_tokens(w, ld, x, ldx, y, ldy, M, rows, cols);
   alignas(64) float panel[kKC * kNR];
   alignas(64) float xbuf[kMR * kKC];
-  for (int m0 = 0; m0 < M; m0 += kMC) {
-    const int mc = M - m0 < kMC ? M - m0 : kMC;
-    for (int r0 = 0; r0 < rows; r0 += kNR) {
-      const int nr = rows - r0 < kNR ? rows - r0 : kNR;
-      const int nv = (nr + 15) / 16;
-      __mmask16 rm[kNV];
-      for (int v = 0; v < kNV; ++v) rm[v] = mask16(nr - 16 * v);
-      for (int k0 = 0; k0 < cols; k0 += kKC) {
-        const int kc = cols - k0 < kKC ? cols - k0 : kKC;
-        pack_panel(w + size_t(r0) * ld + k0, ld, nr, nv, kc, panel);
-        const NextPanel<W> next(w, ld, rows, cols, kNR, kKC, r0, k0, (mc + kMR - 1) / kMR);
-        for (int i0 = 0, call = 0; i0 < mc; i0 += kMR, ++call) {
-          next.prefetch_share(call);
-          const int mr = mc - i0 < kMR ? mc - i0 : kMR;
-          size_t ldxf = 0;
-          const float* xf = x_as_f32(x + size_t(m0 + i0) * ldx + k0, ldx, mr, kc, xbuf, ldxf);
-          micro_f32_n(nv, mr, panel, xf, ldxf, kc, y + size_t(m0 + i0) * ldy + r0, ldy, rm, k0 > 0);
-        }
-      }
-    }
-  }
+  walk_panels<kNV, kKC, kMC, kMR>(
+      w, ld, y, ldy, M, rows, cols,
+      [&](int r0, int k0, int nr, int nv, int kc) { pack_panel(w + size_t(r0) * ld + k0, ld, nr, nv, kc, panel); },
+      [&](int nv, int mr, int i, int k0, int kc, float* yt, const __mmask16* rm) {
+        size_t ldxf = 0;
+        const float* xf = x_as_f32(x + size_t(i) * ldx + k0, ldx, mr, kc, xbuf, ldxf);
+        micro_f32_n(nv, mr, panel, xf, ldxf, kc, yt, ldy, rm, k0 > 0);
+      });
 }
 
 // ---- element-wise -----------------------------------------------------------------------------------------

@@ -146,27 +146,12 @@ inline void micro_pairs_n(int nv, int mr, const uint32_t* panel, const bf16_t* x
 inline void matmul_pairs(const bf16_t* w, size_t ld, const bf16_t* x, size_t ldx, float* y, size_t ldy, int M,
                          int rows, int cols) {
   alignas(64) uint32_t panel[(kPairKC / 2) * kPairNR];
-  for (int m0 = 0; m0 < M; m0 += kPairMC) {
-    const int mc = M - m0 < kPairMC ? M - m0 : kPairMC;
-    for (int r0 = 0; r0 < rows; r0 += kPairNR) {
-      const int nr = rows - r0 < kPairNR ? rows - r0 : kPairNR;
-      const int nv = (nr + 15) / 16;
-      __mmask16 rm[kPairNV];
-      for (int v = 0; v < kPairNV; ++v) rm[v] = impl::mask16(nr - 16 * v);
-      for (int k0 = 0; k0 < cols; k0 += kPairKC) {
-        const int kc = cols - k0 < kPairKC ? cols - k0 : kPairKC;
-        pack_pairs(w + size_t(r0) * ld + k0, ld, nr, nv, kc, panel);
-        const impl::NextPanel<bf16_t> next(w, ld, rows, cols, kPairNR, kPairKC, r0, k0, (mc + kPairMR - 1) / kPairMR);
-        for (int i0 = 0, call = 0; i0 < mc; i0 += kPairMR, ++call) {
-          next.prefetch_share(call);
-          const int mr = mc - i0 < kPairMR ? mc - i0 : kPairMR;
-          const bf16_t* xi = x + size_t(m0 + i0) * ldx + k0;
-          float* yi = y + size_t(m0 + i0) * ldy + r0;
-          micro_pairs_n(nv, mr, panel, xi, ldx, kc, yi, ldy, rm, k0 > 0);
-        }
-      }
-    }
-  }
+  impl::walk_panels<kPairNV, kPairKC, kPairMC, kPairMR>(
+      w, ld, y, ldy, M, rows, cols,
+      [&](int r0, int k0, int nr, int nv, int kc) { pack_pairs(w + size_t(r0) * ld + k0, ld, nr, nv, kc, panel); },
+      [&](int nv, int mr, int i, int k0, int kc, float* yt, const __mmask16* rm) {
+        micro_pairs_n(nv, mr, panel, x + size_t(i) * ldx + k0, ldx, kc, yt, ldy, rm, k0 > 0);
+      });
 }
 
 // The fast product of at most kMaxDotTokens tokens (decode, batched decode, short chunks) of the amx level, and of
