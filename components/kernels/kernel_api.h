@@ -55,13 +55,17 @@
                                float scale, float* s);                                                          \
   static void attention_values(const float* p, const ::mi::bf16_t* v, std::size_t ldv, int n, int d,            \
                                float* out);                                                                     \
-  /* nq queries over the same n rows (a prefill's query block): s[i][j], out[i][j] as the one-query functions     \
-     give for q[i], p[i], bitwise; levels may share each loaded key / value row between the queries. The rows      \
-     s[i] (and out[i]) of different queries must not overlap: a level may load several before storing any. */    \
-  static void attention_scores_multi(const float* const* q, int nq, const float* k, std::size_t ldk, int n,     \
-                                     int d, float scale, float* const* s);                                       \
-  static void attention_scores_multi(const float* const* q, int nq, const ::mi::bf16_t* k, std::size_t ldk,     \
-                                     int n, int d, float scale, float* const* s);                                \
+  /* A query block (a prefill's, nq <= kAttentionPreparedMaxQueries): prepare_queries lays the queries out once   \
+     in buf (at most nq_max * d floats, d <= kAttentionPreparedMaxHeadDim, layout the level's own); then for each  \
+     span of keys, scores_prepared gives query i the first n[i] keys (0: none): s[i][j] for j < n[i] exactly as    \
+     attention_scores(q[i], k, ldk, n[i], d, scale, s[i]). values_multi: nq queries over the same n rows, out[i]  \
+     as attention_values(p[i], ...) gives, bitwise; levels may share each loaded key / value row between the       \
+     queries. The rows s[i] (and out[i]) of different queries must not overlap: a level may load several first. */ \
+  static void attention_prepare_queries(const float* const* q, int nq, int d, float* buf);                     \
+  static void attention_scores_prepared(const float* buf, int nq, const float* k, std::size_t ldk, const int* n, \
+                                        int d, float scale, float* const* s);                                    \
+  static void attention_scores_prepared(const float* buf, int nq, const ::mi::bf16_t* k, std::size_t ldk,       \
+                                        const int* n, int d, float scale, float* const* s);                      \
   static void attention_values_multi(const float* const* p, int nq, const float* v, std::size_t ldv, int n,     \
                                      int d, float* const* out);                                                  \
   static void attention_values_multi(const float* const* p, int nq, const ::mi::bf16_t* v, std::size_t ldv,     \
@@ -79,13 +83,24 @@
   static void rope_rotate_half(float* x, const float* cos, const float* sin, int head_dim);
 
 namespace mi::kernels {
-// The multi-query attention functions of a level that has no multi-query form: one query at a time, which is
-// bitwise what the API asks of them.
-template <class K, class E>
-void attention_scores_by_query(const float* const* q, int nq, const E* k, std::size_t ldk, int n, int d, float scale,
-                               float* const* s) {
-  for (int i = 0; i < nq; ++i) K::attention_scores(q[i], k, ldk, n, d, scale, s[i]);
+// Query blocks for attention_prepare_queries / attention_scores_prepared: at most this many queries of at most this
+// head_dim (the caller's buffer holds kAttentionPreparedMaxQueries * d floats); larger heads take the one-query kernel.
+constexpr int kAttentionPreparedMaxQueries = 16;
+constexpr int kAttentionPreparedMaxHeadDim = 512;
+
+// The prepared-query functions of a level that keeps the queries as rows (buf[i * d + c] = q[i][c]) and scores them
+// one at a time, which is bitwise what the API asks of them.
+inline void prepare_query_rows(const float* const* q, int nq, int d, float* buf) {
+  for (int i = 0; i < nq; ++i)
+    for (int c = 0; c < d; ++c) buf[std::size_t(i) * std::size_t(d) + std::size_t(c)] = q[i][c];
 }
+template <class K, class E>
+void attention_scores_prepared_by_query(const float* buf, int nq, const E* k, std::size_t ldk, const int* n, int d,
+                                        float scale, float* const* s) {
+  for (int i = 0; i < nq; ++i)
+    if (n[i] > 0) K::attention_scores(buf + std::size_t(i) * std::size_t(d), k, ldk, n[i], d, scale, s[i]);
+}
+// The multi-query values function of a level that has no multi-query form: one query at a time.
 template <class K, class E>
 void attention_values_by_query(const float* const* p, int nq, const E* v, std::size_t ldv, int n, int d,
                                float* const* out) {

@@ -19,6 +19,7 @@
 
 #include "common/bf16.h"
 #include "common/error.h"
+#include "kernels/kernel_api.h"
 #include "model/linear.h"
 #include "runtime/kv_cache.h"
 #include "runtime/thread_pool.h"
@@ -84,28 +85,33 @@ void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, c
                   std::size_t s_stride) {
   int longest = 0;
   for (int i = 0; i < n_items; ++i) longest = std::max(longest, len[i]);
-  // Per span, the queries that see all of it go to the level's multi-query kernels together (each query's result
-  // the single kernel's, bitwise), the ones whose causal end falls inside it one by one.
-  const float* whole_in[kAttentionQueryBlock];  // queries (scores pass), then probability rows (values pass)
-  float* whole_s[kAttentionQueryBlock];
-  float* whole_o[kAttentionQueryBlock];
-  // The cache is paged: each span is one block's run of contiguous rows (row stride head_dim).
+  // Scores: the block's queries are laid out once for the level (attention_prepare_queries), then each span of keys
+  // is scored for all of them in one call, query i taking the span's first min(len[i] - p, tokens) keys - the
+  // diagonal span's queries included. A head wider than the prepared form takes the one-query kernel.
+  static_assert(kAttentionQueryBlock <= kernels::kAttentionPreparedMaxQueries);
+  alignas(64) float prepared[kAttentionQueryBlock * kernels::kAttentionPreparedMaxHeadDim];
+  const bool use_prepared = head_dim <= kernels::kAttentionPreparedMaxHeadDim;
+  if (use_prepared) K::attention_prepare_queries(qi, n_items, head_dim, prepared);
   for (int p = 0; p < longest;) {
     const auto span = cache.head_span<E>(seq, layer, kv_h, p, longest);
-    int whole = 0;
+    int keys[kAttentionQueryBlock];
+    float* rows[kAttentionQueryBlock];
     for (int i = 0; i < n_items; ++i) {
-      float* si = s + std::size_t(i) * s_stride + p;
-      if (p + span.tokens <= len[i]) {
-        whole_in[whole] = qi[i];
-        whole_s[whole++] = si;
-      } else if (p < len[i]) {
-        K::attention_scores(qi[i], span.keys, std::size_t(head_dim), len[i] - p, head_dim, scale, si);
-      }
+      keys[i] = std::clamp(len[i] - p, 0, span.tokens);
+      rows[i] = s + std::size_t(i) * s_stride + p;
     }
-    K::attention_scores_multi(whole_in, whole, span.keys, std::size_t(head_dim), span.tokens, head_dim, scale,
-                              whole_s);
+    if (use_prepared) {
+      K::attention_scores_prepared(prepared, n_items, span.keys, std::size_t(head_dim), keys, head_dim, scale, rows);
+    } else {
+      for (int i = 0; i < n_items; ++i)
+        if (keys[i] > 0) K::attention_scores(qi[i], span.keys, std::size_t(head_dim), keys[i], head_dim, scale, rows[i]);
+    }
     p += span.tokens;
   }
+  // Values: per span, the queries that see all of it go to the level's multi-query kernel together (each query's
+  // result the single kernel's, bitwise), the ones whose causal end falls inside it one by one.
+  const float* whole_in[kAttentionQueryBlock];  // probability rows
+  float* whole_o[kAttentionQueryBlock];
   for (int i = 0; i < n_items; ++i) {
     K::softmax(s + std::size_t(i) * s_stride, len[i]);
     std::memset(oi[i], 0, sizeof(float) * std::size_t(head_dim));

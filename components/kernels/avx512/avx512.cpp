@@ -45,13 +45,16 @@ void Avx512::attention_scores(const float* q, const bf16_t* k, std::size_t ldk, 
 void Avx512::attention_values(const float* p, const bf16_t* v, std::size_t ldv, int n, int d, float* out) {
   impl::attention_values(p, v, ldv, n, d, out);
 }
-void Avx512::attention_scores_multi(const float* const* q, int nq, const float* k, std::size_t ldk, int n,
-                                    int d, float scale, float* const* s) {
-  impl::attention_scores_multi(q, nq, k, ldk, n, d, scale, s);
+void Avx512::attention_prepare_queries(const float* const* q, int nq, int d, float* buf) {
+  impl::attention_prepare_queries(q, nq, d, buf);
 }
-void Avx512::attention_scores_multi(const float* const* q, int nq, const bf16_t* k, std::size_t ldk, int n,
-                                    int d, float scale, float* const* s) {
-  impl::attention_scores_multi(q, nq, k, ldk, n, d, scale, s);
+void Avx512::attention_scores_prepared(const float* buf, int nq, const float* k, std::size_t ldk, const int* n, int d,
+                                       float scale, float* const* s) {
+  impl::attention_scores_prepared(buf, nq, k, ldk, n, d, scale, s);
+}
+void Avx512::attention_scores_prepared(const float* buf, int nq, const bf16_t* k, std::size_t ldk, const int* n, int d,
+                                       float scale, float* const* s) {
+  impl::attention_scores_prepared(buf, nq, k, ldk, n, d, scale, s);
 }
 void Avx512::attention_values_multi(const float* const* p, int nq, const float* v, std::size_t ldv, int n,
                                     int d, float* const* out) {

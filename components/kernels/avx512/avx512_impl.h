@@ -24,6 +24,7 @@
 #include <type_traits>
 
 #include "common/bf16.h"
+#include "kernels/kernel_api.h"
 #include "kernels/kernel_scratch.h"
 #include "kernels/row_streams.h"
 
@@ -403,7 +404,7 @@ constexpr int kKC = 256;        // even: the bf16 pair packing of the avx512bf16
 constexpr int kMC = 256;        // tokens per block
 
 // In-register transpose of a 16x16 block of 32-bit elements: t[i] lane j  ->  t[j] lane i.
-inline void transpose16x16(__m512 t[16]) {
+__attribute__((always_inline)) inline void transpose16x16(__m512 t[16]) {
   __m512 u[16];
   for (int q = 0; q < 4; ++q) {  // 4x4 transposes inside each 128-bit block, rows 4q..4q+3
     const __m512 a0 = _mm512_unpacklo_ps(t[4 * q + 0], t[4 * q + 1]);
@@ -674,7 +675,7 @@ inline void attention_scores(const float* q, const E* k, size_t ldk, int n, int 
       const __mmask16 m = mask16(d - 16 * c);
       acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * c), load16(k + size_t(j) * ldk + 16 * c, m), acc);
     }
-    s[j] = _mm512_reduce_add_ps(acc) * scale;
+    s[j] = hsum(acc) * scale;
   }
 }
 
@@ -730,56 +731,111 @@ inline void attention_values(const float* p, const E* v, size_t ldv, int n, int 
   }
 }
 
-// Several queries over the same keys (a prefill's query block, or a decode step whose KV head has more than 16 query
-// heads; model/attention.h attend_block): s[i][j] equals attention_scores(q[i], k, ldk, n, d, scale, s[i]) bitwise.
-// The keys of full 16-key blocks are taken in tiles of 4 queries x 4 keys; a tile's 16 accumulators are the single
-// kernel's, one per (query, key) pair, each summing the same FMAs over the head dimension in the same order, and the
-// same 16x16 transpose and lane-ordered adds reduce them. One key vector now feeds 4 FMAs and one query vector 4 (the
-// single kernel loads a key vector for every FMA, and for f32 rows prefetches it too), so the loads no longer bound
-// the FMA rate. Queries beyond a multiple of 4, head dims not a multiple of 16, and the keys past the last full
-// 16-block take the single kernel (its tail keys have their own reduction order). The multi forms do not prefetch:
-// in a prefill the block's queries re-read rows the first query brought in (OPT-022: prefetching the next span whole
-// changed nothing measurable); a decode step with more than 16 query heads per KV head was not measured.
-template <class E>
-inline void scores4x4(const float* const* q, const E* k, size_t ldk, int chunks, __m512 sv, float* const* s) {
-  __m512 acc[16];
-  for (int m = 0; m < 16; ++m) acc[m] = _mm512_setzero_ps();
-  for (int c = 0; c < chunks; ++c) {
-    __m512 kv[4];
-    for (int t = 0; t < 4; ++t) kv[t] = load16(k + size_t(t) * ldk + 16 * c);
-    for (int i = 0; i < 4; ++i) {
-      const __m512 qv = _mm512_loadu_ps(q[i] + 16 * c);
-      for (int t = 0; t < 4; ++t) acc[4 * i + t] = _mm512_fmadd_ps(qv, kv[t], acc[4 * i + t]);
+// A prefill's query block (model/attention.h attend_block; also a decode step whose KV head has more than 16 query
+// heads), prepared once and scored against every span: s[i][j] for j < n[i] equals attention_scores(q[i], k, ldk,
+// n[i], d, scale, s[i]) bitwise. The queries are held in lanes, qt[c * 16 + i] = q[i][c], so for each key the 16
+// queries' partial sums are 16 vectors P_l (l = the lane of the one-query kernel, sum over chunks c of
+// q[16c + l] * k[16c + l] by FMA in c order) and the one-query kernel's reductions become vertical adds: a full
+// 16-key block's P_0 + P_1 + ... + P_15 in that order (its transpose then lane-ordered adds), a tail key's hsum tree
+// (l + l+8, l + l+4, l + l+2, 0 + 1). The kernel's 16x16 transpose per 16 (query, key) pairs (64 shuffles for 128
+// FMAs at head_dim 128) becomes one per 16 keys x 16 queries, and the diagonal span's queries, which end inside it,
+// no longer run alone. Measured on AMD Zen 4 (one core, 16 queries x 512 keys x 128 dims in L2): 83-86 -> 101-107
+// GFLOP/s against the 4 x 4-tile form this replaces (experience OPT-027). Head dims that are not a multiple of 16
+// (masked chunks) or above kAttentionPreparedMaxHeadDim keep the queries as rows and the one-query kernel.
+// The prepared forms do not prefetch: the block's queries re-read rows the first key group brought in (OPT-022).
+inline bool queries_in_lanes(int d) { return d % 16 == 0 && d <= kAttentionPreparedMaxHeadDim; }
+
+inline void attention_prepare_queries(const float* const* q, int nq, int d, float* buf) {
+  if (!queries_in_lanes(d)) return prepare_query_rows(q, nq, d, buf);
+  for (int c = 0; c < d; c += 16) {
+    __m512 t[16];
+    for (int i = 0; i < 16; ++i) t[i] = i < nq ? _mm512_loadu_ps(q[i] + c) : _mm512_setzero_ps();
+    transpose16x16(t);  // t[j] lane i = q[i][c + j]
+    for (int j = 0; j < 16; ++j) _mm512_storeu_ps(buf + size_t(c + j) * 16, t[j]);
+  }
+}
+
+// S[t] lane i = the full-block sum of (query i, key t) for the 16 keys k[t * ldk], KT keys at a time: each query
+// vector loaded feeds KT FMAs, each key element is a broadcast operand.
+template <int KT>
+inline void lanes_full_block(const float* qt, const float* k, size_t ldk, int chunks, __m512 S[16]) {
+  for (int t0 = 0; t0 < 16; t0 += KT) {
+    __m512 sum[KT];
+    for (int l = 0; l < 16; ++l) {
+      __m512 a[KT];
+      for (int t = 0; t < KT; ++t) a[t] = _mm512_setzero_ps();
+      for (int c = 0; c < chunks; ++c) {
+        const __m512 qv = _mm512_loadu_ps(qt + size_t(16 * c + l) * 16);
+        for (int t = 0; t < KT; ++t) a[t] = _mm512_fmadd_ps(qv, _mm512_set1_ps(k[size_t(t0 + t) * ldk + 16 * c + l]), a[t]);
+      }
+      for (int t = 0; t < KT; ++t) sum[t] = l == 0 ? a[t] : _mm512_add_ps(sum[t], a[t]);
+    }
+    for (int t = 0; t < KT; ++t) S[t0 + t] = sum[t];
+  }
+}
+
+// One key row against the queries in lanes, both reductions: full (lane order) and tail (the hsum tree).
+inline void lanes_one_key(const float* qt, const float* key, int chunks, __m512& full, __m512& tail) {
+  __m512 p[16];
+  for (int l = 0; l < 16; ++l) p[l] = _mm512_setzero_ps();
+  for (int c = 0; c < chunks; ++c)
+    for (int l = 0; l < 16; ++l)
+      p[l] = _mm512_fmadd_ps(_mm512_loadu_ps(qt + size_t(16 * c + l) * 16), _mm512_set1_ps(key[16 * c + l]), p[l]);
+  full = p[0];
+  for (int l = 1; l < 16; ++l) full = _mm512_add_ps(full, p[l]);
+  for (int l = 0; l < 8; ++l) p[l] = _mm512_add_ps(p[l], p[l + 8]);
+  for (int l = 0; l < 4; ++l) p[l] = _mm512_add_ps(p[l], p[l + 4]);
+  for (int l = 0; l < 2; ++l) p[l] = _mm512_add_ps(p[l], p[l + 2]);
+  tail = _mm512_add_ps(p[0], p[1]);
+}
+
+// Keys [j0, j0 + 16) of the span (f32 rows kg, stride ldg; only the first kcount read) for the queries in lanes.
+inline void lanes_key_group(const float* qt, int nq, const float* kg, size_t ldg, int kcount, int j0, const int* n,
+                            int d, __m512 sv, float* const* s) {
+  __mmask16 tail_lanes = 0;
+  for (int i = 0; i < nq; ++i)
+    if (n[i] > j0 && n[i] < j0 + 16) tail_lanes = __mmask16(tail_lanes | (1u << i));
+  __m512 S[16];
+  if (tail_lanes == 0) {  // every query that reaches this group sees all 16 of its keys (so kcount == 16)
+    lanes_full_block<4>(qt, kg, ldg, d / 16, S);
+    for (int t = 0; t < 16; ++t) S[t] = _mm512_mul_ps(S[t], sv);
+  } else {
+    for (int t = 0; t < 16; ++t) {
+      if (t >= kcount) { S[t] = _mm512_setzero_ps(); continue; }
+      __m512 full, tail;
+      lanes_one_key(qt, kg + size_t(t) * ldg, d / 16, full, tail);
+      S[t] = _mm512_mul_ps(_mm512_mask_blend_ps(tail_lanes, full, tail), sv);
     }
   }
-  transpose16x16(acc);  // acc[l] lane 4i + t = partial sum l of (query i, key t)
-  __m512 sum = acc[0];
-  for (int l = 1; l < 16; ++l) sum = _mm512_add_ps(sum, acc[l]);
-  sum = _mm512_mul_ps(sum, sv);
-  _mm_storeu_ps(s[0], _mm512_extractf32x4_ps(sum, 0));
-  _mm_storeu_ps(s[1], _mm512_extractf32x4_ps(sum, 1));
-  _mm_storeu_ps(s[2], _mm512_extractf32x4_ps(sum, 2));
-  _mm_storeu_ps(s[3], _mm512_extractf32x4_ps(sum, 3));
+  transpose16x16(S);  // S[i] lane t = score of query i, key j0 + t
+  for (int i = 0; i < nq; ++i) {
+    const int count = n[i] - j0 < 16 ? n[i] - j0 : 16;
+    if (count > 0) _mm512_mask_storeu_ps(s[i] + j0, mask16(count), S[i]);
+  }
 }
 
 template <class E>
-inline void attention_scores_multi(const float* const* q, int nq, const E* k, size_t ldk, int n, int d, float scale,
-                                   float* const* s) {
-  int i = 0;
-  if (d % 16 == 0 && n >= 16) {
-    const __m512 sv = _mm512_set1_ps(scale);
-    const int full = n / 16 * 16;
-    for (; i + 4 <= nq; i += 4) {
-      for (int j = 0; j < full; j += 4) {
-        float* const tile_s[4] = {s[i] + j, s[i + 1] + j, s[i + 2] + j, s[i + 3] + j};
-        scores4x4(q + i, k + size_t(j) * ldk, ldk, d / 16, sv, tile_s);
-      }
-      if (full < n)
-        for (int r = i; r < i + 4; ++r)
-          attention_scores(q[r], k + size_t(full) * ldk, ldk, n - full, d, scale, s[r] + full);
+inline void attention_scores_prepared(const float* buf, int nq, const E* k, size_t ldk, const int* n, int d,
+                                      float scale, float* const* s) {
+  if (!queries_in_lanes(d)) {
+    for (int i = 0; i < nq; ++i)
+      if (n[i] > 0) attention_scores(buf + size_t(i) * size_t(d), k, ldk, n[i], d, scale, s[i]);
+    return;
+  }
+  int longest = 0;
+  for (int i = 0; i < nq; ++i) longest = n[i] > longest ? n[i] : longest;
+  const __m512 sv = _mm512_set1_ps(scale);
+  for (int j0 = 0; j0 < longest; j0 += 16) {
+    const int kcount = longest - j0 < 16 ? longest - j0 : 16;
+    if constexpr (std::is_same_v<E, float>) {
+      lanes_key_group(buf, nq, k + size_t(j0) * ldk, ldk, kcount, j0, n, d, sv, s);
+    } else {  // bf16 rows widened exactly once per group (load16), then the f32 path
+      alignas(64) float kf[16 * kAttentionPreparedMaxHeadDim];
+      for (int t = 0; t < kcount; ++t)
+        for (int c = 0; c < d; c += 16) _mm512_store_ps(kf + size_t(t) * d + c, load16(k + size_t(j0 + t) * ldk + c));
+      lanes_key_group(buf, nq, kf, size_t(d), kcount, j0, n, d, sv, s);
     }
   }
-  for (; i < nq; ++i) attention_scores(q[i], k, ldk, n, d, scale, s[i]);
 }
 
 // out[i] += sum_j p[i][j] v[j] for several queries over the same values, equal to attention_values per query

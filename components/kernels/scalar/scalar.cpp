@@ -91,13 +91,16 @@ void Scalar::attention_values(const float* p, const bf16_t* v, std::size_t ldv, 
   values_impl(p, v, ldv, n, d, out);
 }
 // No multi-query form at this level: one query at a time (kernel_api.h).
-void Scalar::attention_scores_multi(const float* const* q, int nq, const float* k, std::size_t ldk, int n,
-                                    int d, float scale, float* const* s) {
-  attention_scores_by_query<Scalar>(q, nq, k, ldk, n, d, scale, s);
+void Scalar::attention_prepare_queries(const float* const* q, int nq, int d, float* buf) {
+  prepare_query_rows(q, nq, d, buf);
 }
-void Scalar::attention_scores_multi(const float* const* q, int nq, const bf16_t* k, std::size_t ldk, int n,
-                                    int d, float scale, float* const* s) {
-  attention_scores_by_query<Scalar>(q, nq, k, ldk, n, d, scale, s);
+void Scalar::attention_scores_prepared(const float* buf, int nq, const float* k, std::size_t ldk, const int* n, int d,
+                                       float scale, float* const* s) {
+  attention_scores_prepared_by_query<Scalar>(buf, nq, k, ldk, n, d, scale, s);
+}
+void Scalar::attention_scores_prepared(const float* buf, int nq, const bf16_t* k, std::size_t ldk, const int* n, int d,
+                                       float scale, float* const* s) {
+  attention_scores_prepared_by_query<Scalar>(buf, nq, k, ldk, n, d, scale, s);
 }
 void Scalar::attention_values_multi(const float* const* p, int nq, const float* v, std::size_t ldv, int n,
                                     int d, float* const* out) {

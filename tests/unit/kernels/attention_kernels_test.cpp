@@ -2,6 +2,8 @@
 // summation bound of a d-term dot product, values (a weighted sum of n rows added to out) within the summation
 // bound of an (n + 1)-term sum per output. Key/value rows have a stride larger than d (as a paged cache's rows
 // could), head dims cover the tails of every vector width, and nothing past s[n - 1] / out[d - 1] is written.
+#include <algorithm>
+
 #include "kernel_test_support.h"
 
 namespace mi::kernels::test {
@@ -96,6 +98,9 @@ TYPED_TEST(AttentionKernelsTest, Bf16RowsGiveTheF32ResultOfTheWidenedRows) {
 // one-query kernels give it, for f32 and bf16 rows, every key count and head dim above (full 16-key blocks and
 // tails), query counts that are and are not multiples of the levels' query tiles, and write nothing past s[i][n - 1]
 // / out[i][d - 1]. Bitwise, so a prefill and the same positions decoded one at a time agree exactly.
+// The query-block forms against the one-query kernels, bitwise: scores_prepared with every query's own key count
+// (all n, none, a tail inside the last 16-key group, a count ending on a group boundary, a single key), as a prefill's
+// diagonal span gives them, and values_multi over all n rows.
 template <class K, class E>
 void check_multi_equals_single(const std::vector<E>& keys, const std::vector<E>& values, std::size_t ld, int n, int d,
                                uint32_t& seed) {
@@ -103,9 +108,12 @@ void check_multi_equals_single(const std::vector<E>& keys, const std::vector<E>&
     std::vector<std::vector<float>> q, s(nq), s_ref(nq), p, out(nq), out_ref(nq);
     std::vector<const float*> qp, pp;
     std::vector<float*> sp, op;
+    std::vector<int> count(std::size_t(nq), 0);
+    const int key_counts[] = {n, 0, n - 1, n / 16 * 16, 1, n / 2, (n + 1) / 2 + 3};
     for (int i = 0; i < nq; ++i) {
       q.push_back(random_floats(std::size_t(d), -1.0f, 1.0f, seed++));
       p.push_back(random_floats(std::size_t(n), 0.0f, 1.0f, seed++));
+      count[std::size_t(i)] = std::clamp(key_counts[i % 7], 0, n);
       s[i].assign(std::size_t(n) + 1, 42.0f);
       s_ref[i].assign(std::size_t(n) + 1, 42.0f);
       out[i] = random_floats(std::size_t(d) + 1, -1.0f, 1.0f, seed++);
@@ -116,14 +124,18 @@ void check_multi_equals_single(const std::vector<E>& keys, const std::vector<E>&
       pp.push_back(p[i].data());
       sp.push_back(s[i].data());
       op.push_back(out[i].data());
-      K::attention_scores(q[i].data(), keys.data(), ld, n, d, 0.125f, s_ref[i].data());
+      if (count[std::size_t(i)] > 0)
+        K::attention_scores(q[i].data(), keys.data(), ld, count[std::size_t(i)], d, 0.125f, s_ref[i].data());
       K::attention_values(p[i].data(), values.data(), ld, n, d, out_ref[i].data());
     }
-    K::attention_scores_multi(qp.data(), nq, keys.data(), ld, n, d, 0.125f, sp.data());
+    std::vector<float> prepared(std::size_t(kAttentionPreparedMaxQueries) * std::size_t(d), -7.0f);
+    K::attention_prepare_queries(qp.data(), nq, d, prepared.data());
+    K::attention_scores_prepared(prepared.data(), nq, keys.data(), ld, count.data(), d, 0.125f, sp.data());
     K::attention_values_multi(pp.data(), nq, values.data(), ld, n, d, op.data());
     for (int i = 0; i < nq; ++i) {
       ASSERT_EQ(0, std::memcmp(s[i].data(), s_ref[i].data(), sizeof(float) * s[i].size()))
-          << K::name << " scores nq=" << nq << " query " << i << " n=" << n << " d=" << d;
+          << K::name << " scores nq=" << nq << " query " << i << " keys " << count[std::size_t(i)] << " of n=" << n
+          << " d=" << d;
       ASSERT_EQ(0, std::memcmp(out[i].data(), out_ref[i].data(), sizeof(float) * out[i].size()))
           << K::name << " values nq=" << nq << " query " << i << " n=" << n << " d=" << d;
     }
