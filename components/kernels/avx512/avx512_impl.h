@@ -403,7 +403,8 @@ constexpr int kMR = 8;          // tokens per micro-kernel call
 constexpr int kKC = 256;        // even: the bf16 pair packing of the avx512bf16 level needs pair-aligned blocks
 constexpr int kMC = 256;        // tokens per block
 
-// In-register transpose of a 16x16 block of 32-bit elements: t[i] lane j  ->  t[j] lane i.
+// In-register transpose of a 16x16 block of 32-bit elements: t[i] lane j  ->  t[j] lane i. Always inlined: GCC kept
+// it out of line in the attention kernels (perf), which put the 16 vectors through the stack on every call.
 __attribute__((always_inline)) inline void transpose16x16(__m512 t[16]) {
   __m512 u[16];
   for (int q = 0; q < 4; ++q) {  // 4x4 transposes inside each 128-bit block, rows 4q..4q+3
