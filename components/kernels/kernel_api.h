@@ -56,11 +56,12 @@
   static void attention_values(const float* p, const ::mi::bf16_t* v, std::size_t ldv, int n, int d,            \
                                float* out);                                                                     \
   /* A query block (a prefill's, nq <= kAttentionPreparedMaxQueries): prepare_queries lays the queries out once   \
-     in buf (at most nq_max * d floats, d <= kAttentionPreparedMaxHeadDim, layout the level's own); then for each  \
-     span of keys, scores_prepared gives query i the first n[i] keys (0: none): s[i][j] for j < n[i] exactly as    \
-     attention_scores(q[i], k, ldk, n[i], d, scale, s[i]). values_multi: nq queries over the same n rows, out[i]  \
-     as attention_values(p[i], ...) gives, bitwise; levels may share each loaded key / value row between the       \
-     queries. The rows s[i] (and out[i]) of different queries must not overlap: a level may load several first. */ \
+     in buf (kAttentionPreparedMaxQueries * d floats whatever nq, d <= kAttentionPreparedMaxHeadDim; the layout   \
+     is the level's own); then for each span of keys, scores_prepared gives query i the first n[i] keys (0: none): \
+     s[i][j] for j < n[i] exactly as attention_scores(q[i], k, ldk, n[i], d, scale, s[i]). values_multi: nq       \
+     queries over the same n rows, out[i] as attention_values(p[i], ...) gives, bitwise; levels may share each     \
+     loaded value row between the queries. The rows s[i] (and out[i]) of different queries must not overlap: a    \
+     level may compute several before storing any. */                                                            \
   static void attention_prepare_queries(const float* const* q, int nq, int d, float* buf);                     \
   static void attention_scores_prepared(const float* buf, int nq, const float* k, std::size_t ldk, const int* n, \
                                         int d, float scale, float* const* s);                                    \
@@ -89,11 +90,14 @@ constexpr int kAttentionPreparedMaxQueries = 16;
 constexpr int kAttentionPreparedMaxHeadDim = 512;
 
 // The prepared-query functions of a level that keeps the queries as rows (buf[i * d + c] = q[i][c]) and scores them
-// one at a time, which is bitwise what the API asks of them.
+// one at a time, which is bitwise what the API asks of them. Internal linkage: the levels' translation units are
+// compiled for different instruction sets, and one out-of-line copy must not serve them all (avx512_impl.h).
+namespace {
 inline void prepare_query_rows(const float* const* q, int nq, int d, float* buf) {
   for (int i = 0; i < nq; ++i)
     for (int c = 0; c < d; ++c) buf[std::size_t(i) * std::size_t(d) + std::size_t(c)] = q[i][c];
 }
+}  // namespace
 template <class K, class E>
 void attention_scores_prepared_by_query(const float* buf, int nq, const E* k, std::size_t ldk, const int* n, int d,
                                         float scale, float* const* s) {

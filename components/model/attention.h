@@ -86,10 +86,11 @@ void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, c
   int longest = 0;
   for (int i = 0; i < n_items; ++i) longest = std::max(longest, len[i]);
   // Scores: the block's queries are laid out once for the level (attention_prepare_queries), then each span of keys
-  // is scored for all of them in one call, query i taking the span's first min(len[i] - p, tokens) keys - the
-  // diagonal span's queries included. A head wider than the prepared form takes the one-query kernel.
+  // is scored for all of them in one call, query i taking the span's first len[i] - p keys clamped to [0, tokens] -
+  // the diagonal span's queries included. A head wider than the prepared form takes the one-query kernel.
+  // Stack: 32 KiB here (and 32 KiB more inside the AVX-512 kernel for a bf16 cache's widened keys).
   static_assert(kAttentionQueryBlock <= kernels::kAttentionPreparedMaxQueries);
-  alignas(64) float prepared[kAttentionQueryBlock * kernels::kAttentionPreparedMaxHeadDim];
+  alignas(64) float prepared[kernels::kAttentionPreparedMaxQueries * kernels::kAttentionPreparedMaxHeadDim];
   const bool use_prepared = head_dim <= kernels::kAttentionPreparedMaxHeadDim;
   if (use_prepared) K::attention_prepare_queries(qi, n_items, head_dim, prepared);
   for (int p = 0; p < longest;) {
@@ -100,11 +101,12 @@ void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, c
       keys[i] = std::clamp(len[i] - p, 0, span.tokens);
       rows[i] = s + std::size_t(i) * s_stride + p;
     }
+    const std::size_t hd = std::size_t(head_dim);
     if (use_prepared) {
-      K::attention_scores_prepared(prepared, n_items, span.keys, std::size_t(head_dim), keys, head_dim, scale, rows);
+      K::attention_scores_prepared(prepared, n_items, span.keys, hd, keys, head_dim, scale, rows);
     } else {
       for (int i = 0; i < n_items; ++i)
-        if (keys[i] > 0) K::attention_scores(qi[i], span.keys, std::size_t(head_dim), keys[i], head_dim, scale, rows[i]);
+        if (keys[i] > 0) K::attention_scores(qi[i], span.keys, hd, keys[i], head_dim, scale, rows[i]);
     }
     p += span.tokens;
   }

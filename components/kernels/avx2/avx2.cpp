@@ -546,7 +546,7 @@ void Avx2::attention_values(const float* p, const bf16_t* v, std::size_t ldv, in
   values_rows(p, v, ldv, n, d, out);
 }
 
-// No multi-query form at this level: one query at a time (kernel_api.h).
+// Query blocks kept as rows and scored (and summed) one query at a time (kernel_api.h).
 void Avx2::attention_prepare_queries(const float* const* q, int nq, int d, float* buf) {
   prepare_query_rows(q, nq, d, buf);
 }

@@ -676,7 +676,7 @@ inline void attention_scores(const float* q, const E* k, size_t ldk, int n, int 
       const __mmask16 m = mask16(d - 16 * c);
       acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * c), load16(k + size_t(j) * ldk + 16 * c, m), acc);
     }
-    s[j] = hsum(acc) * scale;
+    s[j] = hsum(acc) * scale;  // hsum's tree, written out: lanes_one_key reproduces it for the prepared form
   }
 }
 
@@ -743,10 +743,14 @@ inline void attention_values(const float* p, const E* v, size_t ldv, int n, int 
 // no longer run alone. Measured on AMD Zen 4 (one core, 16 queries x 512 keys x 128 dims in L2): 83-86 -> 101-107
 // GFLOP/s against the 4 x 4-tile form this replaces (experience OPT-027). Head dims that are not a multiple of 16
 // (masked chunks) or above kAttentionPreparedMaxHeadDim keep the queries as rows and the one-query kernel.
-// The prepared forms do not prefetch: the block's queries re-read rows the first key group brought in (OPT-022).
+// Each key row is read once per query block. No prefetch: not measured for this form (OPT-022: prefetching the next
+// span whole did nothing measurable for the 4 x 4 tiles it replaces).
+// lanes_full_block serves the groups every query sees whole (KT keys share each query vector load); lanes_one_key
+// the diagonal's mixed groups, where one pass over a key gives both reductions and each lane picks its own.
 inline bool queries_in_lanes(int d) { return d % 16 == 0 && d <= kAttentionPreparedMaxHeadDim; }
 
 inline void attention_prepare_queries(const float* const* q, int nq, int d, float* buf) {
+  assert(nq <= kAttentionPreparedMaxQueries);
   if (!queries_in_lanes(d)) return prepare_query_rows(q, nq, d, buf);
   for (int c = 0; c < d; c += 16) {
     __m512 t[16];
@@ -767,7 +771,8 @@ inline void lanes_full_block(const float* qt, const float* k, size_t ldk, int ch
       for (int t = 0; t < KT; ++t) a[t] = _mm512_setzero_ps();
       for (int c = 0; c < chunks; ++c) {
         const __m512 qv = _mm512_loadu_ps(qt + size_t(16 * c + l) * 16);
-        for (int t = 0; t < KT; ++t) a[t] = _mm512_fmadd_ps(qv, _mm512_set1_ps(k[size_t(t0 + t) * ldk + 16 * c + l]), a[t]);
+        for (int t = 0; t < KT; ++t)
+          a[t] = _mm512_fmadd_ps(qv, _mm512_set1_ps(k[size_t(t0 + t) * ldk + 16 * c + l]), a[t]);
       }
       for (int t = 0; t < KT; ++t) sum[t] = l == 0 ? a[t] : _mm512_add_ps(sum[t], a[t]);
     }
@@ -798,6 +803,7 @@ inline void lanes_key_group(const float* qt, int nq, const float* kg, size_t ldg
     if (n[i] > j0 && n[i] < j0 + 16) tail_lanes = __mmask16(tail_lanes | (1u << i));
   __m512 S[16];
   if (tail_lanes == 0) {  // every query that reaches this group sees all 16 of its keys (so kcount == 16)
+    assert(kcount == 16);
     lanes_full_block<4>(qt, kg, ldg, d / 16, S);
     for (int t = 0; t < 16; ++t) S[t] = _mm512_mul_ps(S[t], sv);
   } else {
@@ -818,6 +824,7 @@ inline void lanes_key_group(const float* qt, int nq, const float* kg, size_t ldg
 template <class E>
 inline void attention_scores_prepared(const float* buf, int nq, const E* k, size_t ldk, const int* n, int d,
                                       float scale, float* const* s) {
+  assert(nq <= kAttentionPreparedMaxQueries);
   if (!queries_in_lanes(d)) {
     for (int i = 0; i < nq; ++i)
       if (n[i] > 0) attention_scores(buf + size_t(i) * size_t(d), k, ldk, n[i], d, scale, s[i]);

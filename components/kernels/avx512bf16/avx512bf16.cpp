@@ -84,12 +84,12 @@ void Avx512Bf16::attention_values(const float* p, const bf16_t* v, std::size_t l
 void Avx512Bf16::attention_prepare_queries(const float* const* q, int nq, int d, float* buf) {
   impl::attention_prepare_queries(q, nq, d, buf);
 }
-void Avx512Bf16::attention_scores_prepared(const float* buf, int nq, const float* k, std::size_t ldk, const int* n, int d,
-                                           float scale, float* const* s) {
+void Avx512Bf16::attention_scores_prepared(const float* buf, int nq, const float* k, std::size_t ldk, const int* n,
+                                           int d, float scale, float* const* s) {
   impl::attention_scores_prepared(buf, nq, k, ldk, n, d, scale, s);
 }
-void Avx512Bf16::attention_scores_prepared(const float* buf, int nq, const bf16_t* k, std::size_t ldk, const int* n, int d,
-                                           float scale, float* const* s) {
+void Avx512Bf16::attention_scores_prepared(const float* buf, int nq, const bf16_t* k, std::size_t ldk, const int* n,
+                                           int d, float scale, float* const* s) {
   impl::attention_scores_prepared(buf, nq, k, ldk, n, d, scale, s);
 }
 void Avx512Bf16::attention_values_multi(const float* const* p, int nq, const float* v, std::size_t ldv, int n,

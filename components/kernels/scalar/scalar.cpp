@@ -90,7 +90,7 @@ void Scalar::attention_scores(const float* q, const bf16_t* k, std::size_t ldk, 
 void Scalar::attention_values(const float* p, const bf16_t* v, std::size_t ldv, int n, int d, float* out) {
   values_impl(p, v, ldv, n, d, out);
 }
-// No multi-query form at this level: one query at a time (kernel_api.h).
+// Query blocks kept as rows and scored (and summed) one query at a time (kernel_api.h).
 void Scalar::attention_prepare_queries(const float* const* q, int nq, int d, float* buf) {
   prepare_query_rows(q, nq, d, buf);
 }

@@ -94,60 +94,68 @@ TYPED_TEST(AttentionKernelsTest, Bf16RowsGiveTheF32ResultOfTheWidenedRows) {
     }
 }
 
-// The multi-query forms (a prefill's query block over one span of the cache) give each query exactly what the
-// one-query kernels give it, for f32 and bf16 rows, every key count and head dim above (full 16-key blocks and
-// tails), query counts that are and are not multiples of the levels' query tiles, and write nothing past s[i][n - 1]
-// / out[i][d - 1]. Bitwise, so a prefill and the same positions decoded one at a time agree exactly.
-// The query-block forms against the one-query kernels, bitwise: scores_prepared with every query's own key count
-// (all n, none, a tail inside the last 16-key group, a count ending on a group boundary, a single key), as a prefill's
-// diagonal span gives them, and values_multi over all n rows.
+// The query-block forms (a prefill's block over one span of the cache) give each query exactly what the one-query
+// kernels give it, for f32 and bf16 rows, every key count and head dim (full 16-key groups and tails; head dims that
+// take the AVX-512 lanes layout, up to its 512 limit, and those that keep rows: 1, 7, 136, 528), query counts that
+// are and are not multiples of 4, and write nothing past s[i][count - 1] / out[i][d - 1]. scores_prepared gets every
+// query's own key count: all n, none, a tail inside the last 16-key group, a count ending on a group boundary, a
+// single key (a prefill's diagonal span), and in a second pass counts all below n with the keys cut to the longest,
+// so a read past it leaves the vector (caught under ASan). Bitwise, so a prefill and the same positions decoded one
+// at a time agree exactly.
 template <class K, class E>
 void check_multi_equals_single(const std::vector<E>& keys, const std::vector<E>& values, std::size_t ld, int n, int d,
                                uint32_t& seed) {
-  for (int nq : {1, 3, 4, 5, 8, 11, 16}) {
-    std::vector<std::vector<float>> q, s(nq), s_ref(nq), p, out(nq), out_ref(nq);
-    std::vector<const float*> qp, pp;
-    std::vector<float*> sp, op;
-    std::vector<int> count(std::size_t(nq), 0);
-    const int key_counts[] = {n, 0, n - 1, n / 16 * 16, 1, n / 2, (n + 1) / 2 + 3};
-    for (int i = 0; i < nq; ++i) {
-      q.push_back(random_floats(std::size_t(d), -1.0f, 1.0f, seed++));
-      p.push_back(random_floats(std::size_t(n), 0.0f, 1.0f, seed++));
-      count[std::size_t(i)] = std::clamp(key_counts[i % 7], 0, n);
-      s[i].assign(std::size_t(n) + 1, 42.0f);
-      s_ref[i].assign(std::size_t(n) + 1, 42.0f);
-      out[i] = random_floats(std::size_t(d) + 1, -1.0f, 1.0f, seed++);
-      out_ref[i] = out[i];
+  for (bool all_below_n : {false, true})
+    for (int nq : {1, 3, 4, 5, 8, 11, 16}) {
+      std::vector<std::vector<float>> q, s(nq), s_ref(nq), p, out(nq), out_ref(nq);
+      std::vector<const float*> qp, pp;
+      std::vector<float*> sp, op;
+      std::vector<int> count(std::size_t(nq), 0);
+      const int with_n[] = {n, 0, n - 1, n / 16 * 16, 1, n / 2, (n + 1) / 2 + 3};
+      const int below_n[] = {n - 1, n / 2, 1, 0, (n - 1) / 16 * 16};
+      int longest = 0;
+      for (int i = 0; i < nq; ++i) {
+        q.push_back(random_floats(std::size_t(d), -1.0f, 1.0f, seed++));
+        p.push_back(random_floats(std::size_t(n), 0.0f, 1.0f, seed++));
+        count[std::size_t(i)] = all_below_n ? std::clamp(below_n[i % 5], 0, n - 1) : std::clamp(with_n[i % 7], 0, n);
+        longest = std::max(longest, count[std::size_t(i)]);
+        s[i].assign(std::size_t(n) + 1, 42.0f);
+        s_ref[i].assign(std::size_t(n) + 1, 42.0f);
+        out[i] = random_floats(std::size_t(d) + 1, -1.0f, 1.0f, seed++);
+        out_ref[i] = out[i];
+      }
+      const std::vector<E> used_keys(keys.begin(), keys.begin() + std::ptrdiff_t(std::size_t(longest) * ld));
+      for (int i = 0; i < nq; ++i) {
+        qp.push_back(q[i].data());
+        pp.push_back(p[i].data());
+        sp.push_back(s[i].data());
+        op.push_back(out[i].data());
+        if (count[std::size_t(i)] > 0)
+          K::attention_scores(q[i].data(), used_keys.data(), ld, count[std::size_t(i)], d, 0.125f, s_ref[i].data());
+        K::attention_values(p[i].data(), values.data(), ld, n, d, out_ref[i].data());
+      }
+      std::vector<float> prepared(std::size_t(kAttentionPreparedMaxQueries) * std::size_t(d), -7.0f);
+      K::attention_prepare_queries(qp.data(), nq, d, prepared.data());
+      K::attention_scores_prepared(prepared.data(), nq, used_keys.data(), ld, count.data(), d, 0.125f, sp.data());
+      K::attention_values_multi(pp.data(), nq, values.data(), ld, n, d, op.data());
+      for (int i = 0; i < nq; ++i) {
+        ASSERT_EQ(0, std::memcmp(s[i].data(), s_ref[i].data(), sizeof(float) * s[i].size()))
+            << K::name << " scores nq=" << nq << " query " << i << " keys " << count[std::size_t(i)] << " of n=" << n
+            << " d=" << d;
+        ASSERT_EQ(0, std::memcmp(out[i].data(), out_ref[i].data(), sizeof(float) * out[i].size()))
+            << K::name << " values nq=" << nq << " query " << i << " n=" << n << " d=" << d;
+      }
     }
-    for (int i = 0; i < nq; ++i) {
-      qp.push_back(q[i].data());
-      pp.push_back(p[i].data());
-      sp.push_back(s[i].data());
-      op.push_back(out[i].data());
-      if (count[std::size_t(i)] > 0)
-        K::attention_scores(q[i].data(), keys.data(), ld, count[std::size_t(i)], d, 0.125f, s_ref[i].data());
-      K::attention_values(p[i].data(), values.data(), ld, n, d, out_ref[i].data());
-    }
-    std::vector<float> prepared(std::size_t(kAttentionPreparedMaxQueries) * std::size_t(d), -7.0f);
-    K::attention_prepare_queries(qp.data(), nq, d, prepared.data());
-    K::attention_scores_prepared(prepared.data(), nq, keys.data(), ld, count.data(), d, 0.125f, sp.data());
-    K::attention_values_multi(pp.data(), nq, values.data(), ld, n, d, op.data());
-    for (int i = 0; i < nq; ++i) {
-      ASSERT_EQ(0, std::memcmp(s[i].data(), s_ref[i].data(), sizeof(float) * s[i].size()))
-          << K::name << " scores nq=" << nq << " query " << i << " keys " << count[std::size_t(i)] << " of n=" << n
-          << " d=" << d;
-      ASSERT_EQ(0, std::memcmp(out[i].data(), out_ref[i].data(), sizeof(float) * out[i].size()))
-          << K::name << " values nq=" << nq << " query " << i << " n=" << n << " d=" << d;
-    }
-  }
 }
 
 TYPED_TEST(AttentionKernelsTest, MultiQueryFormsEqualOneQueryBitwise) {
   using K = TypeParam;
   MI_SKIP_IF_UNSUPPORTED(K);
   uint32_t seed = 500;
+  std::vector<int> head_dims(std::begin(kHeadDims), std::end(kHeadDims));
+  head_dims.insert(head_dims.end(), {kAttentionPreparedMaxHeadDim, kAttentionPreparedMaxHeadDim + 16});
   for (int n : kKeys)
-    for (int d : kHeadDims) {
+    for (int d : head_dims) {
       const std::size_t ld = std::size_t(d) + 3;
       const auto k = random_floats(std::size_t(n) * ld, -1.0f, 1.0f, seed++);
       const auto v = random_floats(std::size_t(n) * ld, -1.0f, 1.0f, seed++);
