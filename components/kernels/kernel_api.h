@@ -84,8 +84,10 @@
   static void rope_rotate_half(float* x, const float* cos, const float* sin, int head_dim);
 
 namespace mi::kernels {
-// Query blocks for attention_prepare_queries / attention_scores_prepared: at most this many queries of at most this
-// head_dim (the caller's buffer holds kAttentionPreparedMaxQueries * d floats); larger heads take the one-query kernel.
+// Query blocks for attention_prepare_queries / attention_scores_prepared: at most this many queries; the caller's
+// buffer holds kAttentionPreparedMaxQueries * d floats. Head dims above kAttentionPreparedMaxHeadDim are accepted
+// (every level keeps them as rows); model/attention.h sizes its stack buffer by the limit and sends larger heads to
+// the one-query kernel.
 constexpr int kAttentionPreparedMaxQueries = 16;
 constexpr int kAttentionPreparedMaxHeadDim = 512;
 

@@ -100,8 +100,8 @@ TYPED_TEST(AttentionKernelsTest, Bf16RowsGiveTheF32ResultOfTheWidenedRows) {
 // are and are not multiples of 4, and write nothing past s[i][count - 1] / out[i][d - 1]. scores_prepared gets every
 // query's own key count: all n, none, a tail inside the last 16-key group, a count ending on a group boundary, a
 // single key (a prefill's diagonal span), and in a second pass counts all below n with the keys cut to the longest,
-// so a read past it leaves the vector (caught under ASan). Bitwise, so a prefill and the same positions decoded one
-// at a time agree exactly.
+// so a read past it leaves the vector (seen by an ASan build, e.g. METAINFER_FUZZ's). Bitwise, so a prefill and the
+// same positions decoded one at a time agree exactly.
 template <class K, class E>
 void check_multi_equals_single(const std::vector<E>& keys, const std::vector<E>& values, std::size_t ld, int n, int d,
                                uint32_t& seed) {
