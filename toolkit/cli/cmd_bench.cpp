@@ -17,6 +17,7 @@
 #include "gates/gates.h"
 #include "generator/generator.h"
 #include "platform/cpu_info.h"
+#include "tune/tuning_experience.h"
 
 namespace mi::cli {
 namespace fs = std::filesystem;
@@ -42,7 +43,9 @@ void write_output(const std::string& flag, const std::string& file, const std::s
 // other gates: the report says the engine's verification state.
 fs::path engine_from_constraints(const std::string& file, const std::string& out, const std::string& ckb_dir, int& exit_code) {
   const ckb::Ckb ckb = ckb::load(ckb_dir);
-  const coverage::Plan plan = coverage::plan_for(ckb, file, {});
+  nlohmann::json tuning_report;  // kernel parameters measured before on this CPU (tune/tuning_experience.h)
+  const coverage::Plan plan =
+      tune::plan_with_experience(ckb, fs::path(ckb_dir) / "experience" / "kernel_tuning.toml", file, {}, tuning_report);
   if (!plan.covered) {
     std::cout << plan.to_text();
     exit_code = kExitNotCovered;
@@ -50,6 +53,7 @@ fs::path engine_from_constraints(const std::string& file, const std::string& out
   }
   generator::GenerateOptions go;
   go.out = out.empty() ? fs::path("engines") / generator::engine_name(plan) : fs::path(out);
+  go.tuning_report = tuning_report;
   const generator::Engine engine = generator::write_engine(ckb, plan, go);
   std::cerr << "bench: generated " << engine.dir.string() << "; building it (B0)\n";
   gates::BuildRecord record;

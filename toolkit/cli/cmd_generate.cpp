@@ -17,6 +17,7 @@
 #include "agents/llm_backend.h"
 #include "cli/agents_generation.h"
 #include "tune/kernel_tuner.h"
+#include "tune/tuning_experience.h"
 
 namespace mi::cli {
 
@@ -66,8 +67,15 @@ void register_generate_command(CLI::App& app, int& exit_code) {
       agents::make_backend(backend_config(opts->agents.llm));  // a missing model or key fails here, before anything is written
     }
     const ckb::Ckb ckb = ckb::load(opts->ckb_dir);
-    coverage::Plan plan = coverage::plan_for(ckb, opts->file, opts->overrides);
+    const std::filesystem::path experience = std::filesystem::path(opts->ckb_dir) / "experience" / "kernel_tuning.toml";
     nlohmann::json tuning_report;
+    // Without --tune, what the tuner measured before on this kind of CPU (tune/tuning_experience.h).
+    coverage::Plan plan = opts->tune ? coverage::plan_for(ckb, opts->file, opts->overrides)
+                                     : tune::plan_with_experience(ckb, experience, opts->file, opts->overrides, tuning_report);
+    if (!opts->tune && tuning_report.is_object())
+      for (const auto& [name, entry] : tuning_report.items())
+        std::cerr << "generate: " << name << " = " << entry.at("chosen") << " from " << experience.string() << " (measured "
+                  << entry.at("experience").at("date").get<std::string>() << " on this CPU; --tune measures again)\n";
     if (opts->tune && plan.covered) {
       const ckb::Platform* platform = ckb.find_platform(plan.platform);
       if (!platform) throw mi::Error("generate --tune: platform " + plan.platform + " is not in the CKB");
@@ -81,8 +89,7 @@ void register_generate_command(CLI::App& app, int& exit_code) {
       o.tuning = tuning;
       plan = coverage::plan_for(ckb, opts->file, o);
       tuning_report = tuned.report;
-      tune::record_experience(std::filesystem::path(opts->ckb_dir) / "experience" / "kernel_tuning.toml", *platform, plan,
-                              tuned);
+      tune::record_experience(experience, *platform, plan, tuned);
     }
     if (!plan.covered) {
       if (opts->json) std::cout << nlohmann::json{{"state", "NOT_COVERED"}, {"plan", plan.to_json()}}.dump() << "\n";

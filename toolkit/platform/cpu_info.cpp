@@ -79,6 +79,13 @@ void detect_features(CpuInfo& info) {
   info.vendor = vendor;
 
   __get_cpuid(1, &a, &b, &c, &d);
+  // Display family and model (Intel SDM Vol. 2A, CPUID leaf 01H, EAX; AMD APM Vol. 3, CPUID Fn0000_0001_EAX): the
+  // extended family is added when the base family is 0xF, the extended model prepended when the family is 6 or 0xF
+  // and above (AMD: family 0xF and above).
+  const unsigned base_family = (a >> 8) & 0xF, base_model = (a >> 4) & 0xF;
+  const unsigned ext_family = (a >> 20) & 0xFF, ext_model = (a >> 16) & 0xF;
+  info.family = int(base_family == 0xF ? base_family + ext_family : base_family);
+  info.model = int(base_family == 0xF || base_family == 6 ? (ext_model << 4) | base_model : base_model);
   const bool osxsave = c & (1u << 27);
   info.sse42 = c & (1u << 20);
   const bool cpu_avx = c & (1u << 28), cpu_fma = c & (1u << 12), cpu_f16c = c & (1u << 29);
@@ -212,6 +219,8 @@ nlohmann::json CpuInfo::to_json() const {
   return {{"arch", arch},
           {"vendor", vendor},
           {"brand", brand},
+          {"family", family},
+          {"model", model},
           {"features", feature_names()},
           {"logical_cpus", logical_cpus},
           {"physical_cores", physical_cores},

@@ -19,6 +19,7 @@ struct CacheLevel {
 struct CpuInfo {
   std::string vendor;       // "GenuineIntel", "AuthenticAMD"
   std::string brand;        // CPUID brand string
+  int family = 0, model = 0;  // CPUID display family and model (AMD Zen 4: family 25, Zen 5: 26); 0 when unknown
   std::string arch;         // "x86_64" or what uname says
   // Feature bits: true only when the CPU reports the feature AND the OS saves its register state.
   bool sse42 = false, avx = false, avx2 = false, fma = false, f16c = false;

@@ -14,6 +14,7 @@
 #include "platform/cpu_info.h"
 #include "process/subprocess.h"
 #include "tune/timing_program.h"
+#include "tune/tuning_experience.h"
 
 namespace mi::tune {
 namespace fs = std::filesystem;
@@ -52,6 +53,26 @@ std::vector<fs::path> level_sources(const fs::path& components, const std::strin
 
 }  // namespace
 
+std::pair<std::string, std::string> untimed_reason(const ckb::TuningParameter& param, const coverage::Plan& plan) {
+  const std::string mode = plan.constraints.numerics == "fast" ? "fast" : "precise";
+  if (plan.dtype != "bf16")
+    // The timing program runs the bf16-weight kernels only; int8 and f32 engines run other kernels (some read a
+    // parameter too, e.g. MI_TUNE_DOT_PREFETCH in the int8 decode kernel), which keep its default.
+    return {"the timing program times bf16-weight kernels; this engine computes with " + plan.dtype + " weights, so " +
+                param.parameter + " keeps its default",
+            plan.dtype + " weights"};
+  if (!param.numerics.empty() && std::find(param.numerics.begin(), param.numerics.end(), mode) == param.numerics.end())
+    // e.g. a precise engine does not read the fast-mode prefill choice MI_TUNE_BF16_PREFILL.
+    return {"the platform declares " + param.parameter + " for " + param.numerics.front() + " numerics only; this engine's " +
+                mode + " kernels do not read it",
+            mode + " numerics"};
+  return {};
+}
+
+int timing_tokens(const coverage::Plan& plan, const std::string& op, int prefill_tokens) {
+  return op == "matvec" ? 1 : op == "decode" ? std::clamp(plan.constraints.max_batch, 1, 8) : prefill_tokens;
+}
+
 TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& plan, const TuneOptions& o) {
   TuneResult result;
   result.report = json::object();
@@ -76,20 +97,7 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
   const std::string mode = fast ? "fast" : "precise";
   for (const auto& param : platform.tuning) {
     // A parameter this engine's kernels do not read is not timed (identical programs would be chosen by noise).
-    std::string skipped, why;
-    if (plan.dtype != "bf16") {
-      // The timing program runs the bf16-weight kernels only; int8 and f32 engines run other kernels (some read a
-      // parameter too, e.g. MI_TUNE_DOT_PREFETCH in the int8 decode kernel), which keep its default.
-      skipped = "the timing program times bf16-weight kernels; this engine computes with " + plan.dtype +
-                " weights, so " + param.parameter + " keeps its default";
-      why = plan.dtype + " weights";
-    } else if (!param.numerics.empty() &&
-               std::find(param.numerics.begin(), param.numerics.end(), mode) == param.numerics.end()) {
-      // e.g. a precise engine does not read the fast-mode prefill choice MI_TUNE_BF16_PREFILL.
-      skipped = "the platform declares " + param.parameter + " for " + param.numerics.front() +
-                " numerics only; this engine's " + mode + " kernels do not read it";
-      why = mode + " numerics";
-    }
+    const auto [skipped, why] = untimed_reason(param, plan);
     if (!skipped.empty()) {
       result.report[param.parameter] = {{"op", param.op}, {"chosen", nullptr}, {"skipped", skipped}};
       std::cerr << "tune: " << param.parameter << " skipped (" << why << ")\n";
@@ -99,9 +107,7 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
     // matvec: one token; decode: one token, and the engine's full decode batch (at most the dot forms' 8 tokens)
     // when it batches; matmul: a prefill of prefill_tokens.
     const bool streams = param.op != "matmul";  // decode ops stream the weights from memory, as the model does
-    const int tokens = param.op == "matvec"   ? 1
-                       : param.op == "decode" ? std::clamp(plan.constraints.max_batch, 1, 8)
-                                              : o.prefill_tokens;
+    const int tokens = timing_tokens(plan, param.op, o.prefill_tokens);
     json entry = {{"op", param.op}, {"default", param.default_value}, {"summary", param.summary},
                   {"threads", o.threads}, {"tokens", tokens}, {"numerics", mode}};
     json shape_list = json::array();
@@ -213,10 +219,15 @@ void record_experience(const fs::path& file, const ckb::Platform& platform, cons
         << "date = \"" << date << "\"\n"
         << "platform = \"" << platform.id << "\"\n"
         << "cpu = " << json(cpu.brand).dump() << "\n"
+        << "cpu_vendor = " << json(cpu.vendor).dump() << "\n"
+        << "cpu_family = " << cpu.family << "\n"
+        << "cpu_model = " << cpu.model << "\n"
         << "model = " << json(plan.constraints.model.filename().string()).dump() << "\n"
         << "parameter = \"" << name << "\"\n"
         << "op = \"" << entry.at("op").get<std::string>() << "\"\n"
         << "threads = " << entry.at("threads").get<int>() << "\n"
+        << "tokens = " << entry.at("tokens").get<int>() << "\n"
+        << "numerics = " << entry.at("numerics").dump() << "\n"
         << "shapes = " << entry.at("shapes").dump() << "\n"
         << "chosen = " << (entry.at("chosen").is_null() ? std::string("\"default\"") : entry.at("chosen").dump()) << "\n"
         << "seconds = { ";

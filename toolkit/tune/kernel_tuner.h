@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +33,11 @@ struct TuneResult {
   std::map<std::string, int> choice;  // parameter -> chosen value
   nlohmann::json report;              // per parameter: op, shapes, per value {ok, seconds, error}, chosen
 };
+
+// Why the tuner does not time `param` for this plan, as {explanation, short reason}; both empty when it does. The
+// timing program runs bf16-weight kernels only, and a parameter declared for some numerics only is not read by the
+// others' kernels.
+std::pair<std::string, std::string> untimed_reason(const ckb::TuningParameter& param, const coverage::Plan& plan);
 
 // mi::Error when no compiler is found or a candidate fails to build. A candidate that fails its correctness check
 // is reported and never chosen; a parameter with no passing candidate keeps the kernels' default (no define).
