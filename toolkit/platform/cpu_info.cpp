@@ -80,8 +80,8 @@ void detect_features(CpuInfo& info) {
 
   __get_cpuid(1, &a, &b, &c, &d);
   // Display family and model (Intel SDM Vol. 2A, CPUID leaf 01H, EAX; AMD APM Vol. 3, CPUID Fn0000_0001_EAX): the
-  // extended family is added when the base family is 0xF, the extended model prepended when the family is 6 or 0xF
-  // and above (AMD: family 0xF and above).
+  // extended family is added when the base family is 0xF, the extended model prepended when the base family is 6
+  // or 0xF (AMD parts of base family 6 have an extended model of 0, so the one rule serves both vendors).
   const unsigned base_family = (a >> 8) & 0xF, base_model = (a >> 4) & 0xF;
   const unsigned ext_family = (a >> 20) & 0xFF, ext_model = (a >> 16) & 0xF;
   info.family = int(base_family == 0xF ? base_family + ext_family : base_family);

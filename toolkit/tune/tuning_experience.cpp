@@ -27,7 +27,7 @@ std::vector<Measurement> read_measurements(const std::filesystem::path& file) {
   try {
     root = toml::parse_file(file.string());
   } catch (const toml::parse_error& e) {
-    fail(file.string(), ": not valid TOML: ", e.description());
+    fail(file.string(), ":", e.source().begin.line, ": not valid TOML: ", e.description());
   }
   const toml::array* list = root["measurement"].as_array();
   if (!list) return out;
@@ -60,7 +60,7 @@ ExperienceTuning experience_tuning(const std::filesystem::path& experience_file,
   for (const auto& param : platform.tuning) {
     if (plan.constraints.tuning.count(param.parameter)) continue;  // the constraints decide
     if (!untimed_reason(param, plan).first.empty()) continue;       // the tuner would not time it for this engine
-    const int tokens = timing_tokens(plan, param.op, 256);
+    const int tokens = timing_tokens(plan, param.op, TuneOptions{}.prefill_tokens);
     const Measurement* best = nullptr;
     for (const auto& m : all) {
       if (m.platform != platform.id || m.parameter != param.parameter || !m.chosen) continue;

@@ -8,9 +8,13 @@
 // A measurement applies to a parameter of the engine when it names the same platform, the same CPU (vendor,
 // display family and model: the microarchitecture, not the brand string a VM may invent), the same threads and
 // numerics, and when the tuner itself would time the parameter for this engine (bf16 weights; the parameter's
-// numerics). Among those, the last one in the file with the engine's decode token count wins, else the last one.
-// A parameter the constraints' [tuning] sets keeps that value; a chosen value the platform no longer declares is
-// ignored. Entries written before the CPU fields were recorded match nothing.
+// numerics). Among those, the last one in the file timed at this engine's token count (timing_tokens) wins, else the
+// last one. A parameter the constraints' [tuning] sets keeps that value; a chosen value the platform no longer
+// declares is ignored, and so is `chosen = "default"` (no candidate passed its check: it overrides nothing). Entries
+// written before the CPU fields were recorded match nothing; a field of the wrong type reads as absent (0 / "").
+// Not matched: the model (a measurement on a small, cache-resident model applies to a large one too) and the kernel
+// sources' version (a measurement outlives a kernel rewrite): `generate --tune` measures again for both.
+// The values describe the generating host: an engine generated here to run on another CPU should set its [tuning].
 #pragma once
 #include <filesystem>
 #include <map>

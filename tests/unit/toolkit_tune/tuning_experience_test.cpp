@@ -69,6 +69,12 @@ TEST(TuningExperience, TakesTheSameCpusThreadsAndNumericsMeasurements) {
   four_threads.threads = 4;
   EXPECT_TRUE(mi::tune::experience_tuning(file, test_platform(), four_threads, test_cpu(26, 2)).choice.empty());
   EXPECT_TRUE(mi::tune::experience_tuning(file, test_platform(), test_plan("precise", 8), test_cpu(26, 2)).choice.empty());
+  mi::platform::CpuInfo intel = test_cpu(26, 2);
+  intel.vendor = "GenuineIntel";
+  EXPECT_TRUE(mi::tune::experience_tuning(file, test_platform(), test_plan("fast", 8), intel).choice.empty());
+  mi::ckb::Platform other = test_platform();
+  other.id = "x86-64-other";
+  EXPECT_TRUE(mi::tune::experience_tuning(file, other, test_plan("fast", 8), test_cpu(26, 2)).choice.empty());
   mi::platform::CpuInfo unknown = test_cpu(0, 0);
   EXPECT_TRUE(mi::tune::experience_tuning(file, test_platform(), test_plan("fast", 8), unknown).choice.empty());
   // A missing file is no experience, not an error.
@@ -81,6 +87,11 @@ TEST(TuningExperience, ConstraintsUndeclaredValuesAndUntimedParametersAreLeftAlo
   mi_test::write_text(file, measurement("MI_TUNE_ROWS", 8, 26, 2, 2, "precise") +
                                 measurement("MI_TUNE_PREFETCH", 7, 26, 2, 2, "precise") +  // not a declared value
                                 measurement("MI_TUNE_FAST_ONLY", 0, 26, 2, 2, "precise"));
+  // A later measurement where no candidate passed ("default") overrides nothing.
+  std::ofstream(file, std::ios::app) << "[[measurement]]\ndate = \"2026-12-02T00:00:00Z\"\nplatform = \"x86-64-test\"\n"
+                                        "cpu_vendor = \"AuthenticAMD\"\ncpu_family = 26\ncpu_model = 2\n"
+                                        "parameter = \"MI_TUNE_ROWS\"\nthreads = 2\ntokens = 1\nnumerics = \"precise\"\n"
+                                        "chosen = \"default\"\nseconds = { }\n";
   mi::coverage::Plan plan = test_plan("precise", 1);
   EXPECT_EQ(mi::tune::experience_tuning(file, test_platform(), plan, test_cpu(26, 2)).choice,
             (std::map<std::string, int>{{"MI_TUNE_ROWS", 8}}))
@@ -120,7 +131,8 @@ TEST(TuningExperience, BadTomlNamesTheFile) {
 }
 
 // Through the CLI: a measurement for this host's CPU reaches the engine (constraints [tuning], the CMake define,
-// MANIFEST.json "tuning" with its source), and `generate` says so on stderr; one for another CPU does not.
+// MANIFEST.json "tuning" with its source), and `generate` says so on stderr; one for another CPU does not; a
+// parameter the constraints file sets keeps its value beside the ones taken from experience.
 TEST(TuningExperience, GenerateStartsFromThisCpusMeasurements) {
   const mi::platform::CpuInfo cpu = mi::platform::detect_cpu();
   if (cpu.family == 0 || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
@@ -141,13 +153,20 @@ TEST(TuningExperience, GenerateStartsFromThisCpusMeasurements) {
     SCOPED_TRACE(same_cpu ? "this CPU" : "another CPU");
     mi_test::TempDir dir(same_cpu ? "tuneexpcli" : "tuneexpcli2");
     fs::copy(mi::ckb::default_ckb_dir(), dir / "ckb", fs::copy_options::recursive);
-    std::ofstream(dir / "ckb/experience/kernel_tuning.toml", std::ios::app)
+    // The file's only measurement (whatever the repository ships for other CPUs must not decide this test).
+    std::ofstream(dir / "ckb/experience/kernel_tuning.toml")
         << "\n[[measurement]]\ndate = \"2026-12-03T00:00:00Z\"\nplatform = \"" << id << "\"\ncpu = " << json(cpu.brand).dump()
         << "\ncpu_vendor = " << json(cpu.vendor).dump() << "\ncpu_family = " << (same_cpu ? cpu.family : cpu.family + 1)
         << "\ncpu_model = " << cpu.model << "\nmodel = \"qwen3-tiny\"\nparameter = \"MI_TUNE_MATVEC_ROWS\"\nop = \"matvec\"\n"
         << "threads = 2\ntokens = 1\nnumerics = \"precise\"\nshapes = [[64, 64]]\nchosen = " << other
-        << "\nseconds = { }\n";
-    const auto r = mi_test::metainfer({"generate", "--model", mi_test::golden("qwen3-tiny").string(), "--platform", id,
+        << "\nseconds = { }\n"
+        // and MI_TUNE_ROW_STREAMS = 1, which the constraints file below sets to 0 (the constraints decide)
+        << "\n[[measurement]]\ndate = \"2026-12-03T00:00:00Z\"\nplatform = \"" << id << "\"\ncpu_vendor = "
+        << json(cpu.vendor).dump() << "\ncpu_family = " << cpu.family << "\ncpu_model = " << cpu.model
+        << "\nparameter = \"MI_TUNE_ROW_STREAMS\"\nop = \"matvec\"\nthreads = 2\ntokens = 1\nnumerics = \"precise\"\n"
+        << "chosen = 1\nseconds = { }\n";
+    mi_test::write_text(dir / "c.toml", "[platform]\nname = \"" + std::string(id) + "\"\n[tuning]\nMI_TUNE_ROW_STREAMS = 0\n");
+    const auto r = mi_test::metainfer({"generate", (dir / "c.toml").string(), "--model", mi_test::golden("qwen3-tiny").string(),
                                        "--threads", "2", "--no-verify", "--ckb", (dir / "ckb").string(), "-o",
                                        (dir / "e").string()});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -162,9 +181,13 @@ TEST(TuningExperience, GenerateStartsFromThisCpusMeasurements) {
       EXPECT_EQ(manifest.at("constraints").at("tuning").at("MI_TUNE_MATVEC_ROWS"), other);
       EXPECT_NE(c.str().find(define), std::string::npos) << c.str();
       EXPECT_NE(r.err.find("MI_TUNE_MATVEC_ROWS = " + std::to_string(other) + " from"), std::string::npos) << r.err;
+      EXPECT_EQ(manifest.at("constraints").at("tuning").at("MI_TUNE_ROW_STREAMS"), 0) << "the constraints' own [tuning] stays";
+      EXPECT_FALSE(manifest.at("tuning").contains("MI_TUNE_ROW_STREAMS"));
+      EXPECT_NE(c.str().find("MI_TUNE_ROW_STREAMS=0"), std::string::npos) << c.str();
     } else {
       EXPECT_FALSE(manifest.at("tuning").contains("MI_TUNE_MATVEC_ROWS")) << manifest.at("tuning").dump(1);
       EXPECT_EQ(c.str().find(define), std::string::npos);
+      EXPECT_EQ(manifest.at("constraints").at("tuning").at("MI_TUNE_ROW_STREAMS"), 0);
     }
   }
 }
