@@ -83,11 +83,7 @@ void register_generate_command(CLI::App& app, int& exit_code) {
       to.threads = plan.threads;
       to.repo_root = ckb::default_repo_root();
       const tune::TuneResult tuned = tune::tune_kernels(*platform, plan, to);
-      constraints::Overrides o = opts->overrides;
-      std::map<std::string, int> tuning = plan.constraints.tuning;
-      for (const auto& [name, value] : tuned.choice) tuning[name] = value;
-      o.tuning = tuning;
-      plan = coverage::plan_for(ckb, opts->file, o);
+      plan = tune::plan_with_tuning(ckb, opts->file, opts->overrides, plan, tuned.choice);
       tuning_report = tuned.report;
       tune::record_experience(experience, *platform, plan, tuned);
     }

@@ -99,11 +99,17 @@ coverage::Plan plan_with_experience(const ckb::Ckb& ckb, const std::filesystem::
   if (!platform) return plan;
   const ExperienceTuning found = experience_tuning(experience_file, *platform, plan, platform::detect_cpu());
   if (found.choice.empty()) return plan;
+  report = found.report;
+  return plan_with_tuning(ckb, constraints_file, overrides, plan, found.choice);
+}
+
+coverage::Plan plan_with_tuning(const ckb::Ckb& ckb, const std::string& constraints_file,
+                                const constraints::Overrides& overrides, const coverage::Plan& plan,
+                                const std::map<std::string, int>& choice) {
   constraints::Overrides o = overrides;
   std::map<std::string, int> tuning = plan.constraints.tuning;
-  for (const auto& [name, value] : found.choice) tuning[name] = value;
+  for (const auto& [name, value] : choice) tuning[name] = value;
   o.tuning = tuning;
-  report = found.report;
   return coverage::plan_for(ckb, constraints_file, o);
 }
 

@@ -44,6 +44,12 @@ coverage::Plan plan_with_experience(const ckb::Ckb& ckb, const std::filesystem::
                                     const std::string& constraints_file, const constraints::Overrides& overrides,
                                     nlohmann::json& report);
 
+// plan re-planned with `choice` added to its constraints' [tuning] (over the overrides given): how --tune and the
+// experience both hand their values to the generator.
+coverage::Plan plan_with_tuning(const ckb::Ckb& ckb, const std::string& constraints_file,
+                                const constraints::Overrides& overrides, const coverage::Plan& plan,
+                                const std::map<std::string, int>& choice);
+
 // Tokens the tuner times a parameter of operation `op` at: matvec 1, decode the engine's batch (at most the dot
 // forms' 8), matmul a prefill of `prefill_tokens`.
 int timing_tokens(const coverage::Plan& plan, const std::string& op, int prefill_tokens);
