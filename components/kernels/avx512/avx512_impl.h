@@ -392,7 +392,7 @@ inline void matmul_few_tokens(const W* w, size_t ld, const X* x, size_t ldx, flo
 // is packed once (widened to f32, transposed to [kKC][16 nv]) and then used by every token of the current block of
 // up to kMC tokens, kMR = 8 tokens at a time, each with 3 x 8 accumulators in registers. Per packed column k the
 // micro-kernel does 3 vector loads of weights, 8 broadcasts of x and 24 FMAs, so it is FMA-bound; weights are read
-// from memory once per block of kMC tokens (256: a 256-token prompt packs each panel once), and the next panel's
+// from memory once per block of kMC tokens (a prompt of up to kMC tokens packs each panel once), and the next panel's
 // source lines are prefetched into L2 while the current one is used (NextPanel). A panel's last rows take 1 or 2
 // vectors. Measured on AMD Zen 4 (2 threads, 16 distinct matrices streamed, medians; experience OPT-025), the same
 // sums as the earlier 32-row x 12-token kernel in blocks of 192 tokens, bitwise, at 1.10-1.43x its rate: 185-202
@@ -401,7 +401,16 @@ constexpr int kNV = 3;          // panel vectors of 16 rows
 constexpr int kNR = 16 * kNV;   // rows per panel
 constexpr int kMR = 8;          // tokens per micro-kernel call
 constexpr int kKC = 256;        // even: the bf16 pair packing of the avx512bf16 level needs pair-aligned blocks
-constexpr int kMC = 256;        // tokens per block
+// Tokens per block: 1024, so a prompt of up to 1024 tokens packs (and reads from memory) each panel once. What a
+// block keeps near the core: one KC slice of its activations (1024 x 256 bf16 = 512 KiB for the packed-pairs kernel,
+// f32 1 MiB here) and the panel's output tile (1024 x 48 f32 = 192 KiB) in L2 or L3, the panel in L1. Measured on
+// AMD Zen 5 (EPYC "Turin", 2 threads, 1 MiB L2 per core, the 0.6B shapes' four linears over 4-8 layers of distinct
+// matrices through linear(), medians of 3-5, two alternated rounds; harness like bench/kernels): 256 -> 1024 tokens,
+// fast (packed pairs) 1021 tokens 558-582 -> 613-620 GFLOP/s, 512 tokens 528-537 -> 557-577, 2048 tokens 596-612 ->
+// 596-616; precise (this kernel, f32 tokens) 1021 tokens 360-365 -> 387, 512 tokens 344-359 -> 367-370, 2048 tokens
+// 367-368 -> 383-384; 2048-token blocks were slower than 1024 (fast, 2048 tokens: 553-561). Experience OPT-030. The
+// block size does not change a sum: every output adds its KC blocks in column order whatever block its token is in.
+constexpr int kMC = 1024;
 
 // In-register transpose of a 16x16 block of 32-bit elements: t[i] lane j  ->  t[j] lane i. Always inlined: GCC kept
 // it out of line in the attention kernels (perf), which put the 16 vectors through the stack on every call.

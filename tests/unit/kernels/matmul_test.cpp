@@ -48,10 +48,11 @@ void check_matmul(const char* what, LevelFn level_fn, OracleFn oracle_fn) {
   for (int M : kTokens)
     for (int rows : kRows)
       for (int cols : kCols) check_matmul_case<W, X>(what, M, rows, cols, seed++, level_fn, oracle_fn);
-  // More tokens than one token block (AVX2: 120 - the 200-token case; AVX-512: 256 - the 300-token case) and rows
+  // More tokens than one token block (AVX2: 120 - the 200-token case; AVX-512: 1024 - the 1100-token case) and rows
   // spanning several panels with a tail (AVX-512: 48-row panels, then a 4-row one).
   check_matmul_case<W, X>(what, 200, 45, 300, seed++, level_fn, oracle_fn);
   check_matmul_case<W, X>(what, 300, 100, 301, seed++, level_fn, oracle_fn);
+  check_matmul_case<W, X>(what, 1100, 52, 301, seed++, level_fn, oracle_fn);
   // Exactly one AVX-512 panel (48 rows) and a full panel plus a 2-vector tail (80), with micro-tile tails of 2,
   // 3, 5 and 6 tokens after a full 8.
   for (int rows : {48, 80})
@@ -128,6 +129,34 @@ TYPED_TEST(MatmulTest, FewTokensEqualMatvecPerTokenBitwise) {
       [](auto... a) { K::matmul(a...); }, [](auto... a) { K::matvec(a...); });
   expect_few_tokens_equal_matvec<K, bf16_t, bf16_t>(
       [](auto... a) { K::matmul_fast(a...); }, [](auto... a) { K::matvec_fast(a...); });
+}
+
+// The prefill kernels walk tokens in blocks (AVX2: 120, AVX-512: 1024) but every output sums its column blocks in
+// column order whichever token block holds its token, so a token's row of Y does not depend on how many tokens are
+// multiplied with it: the product of 1100 tokens equals, bitwise, the products of its first 37 and last 1063 tokens
+// (and a prompt's logits do not depend on how a chunked prefill splits it, past the dot-form token counts).
+template <class W, class X, class Matmul>
+void expect_token_blocks_do_not_change_sums(Matmul matmul) {
+  const int M = 1100, split = 37, rows = 52, cols = 530;
+  const std::size_t ld = std::size_t(cols) + 3, ldx = std::size_t(cols) + 5, ldy = std::size_t(rows) + 2;
+  const std::vector<W> w = random_matrix<W>(rows, cols, ld, 4242);
+  const std::vector<X> x = random_matrix<X>(M, cols, ldx, 4243);
+  std::vector<float> whole(std::size_t(M) * ldy, kYPad), parts(std::size_t(M) * ldy, kYPad);
+  matmul(w.data(), ld, x.data(), ldx, whole.data(), ldy, M, rows, cols);
+  matmul(w.data(), ld, x.data(), ldx, parts.data(), ldy, split, rows, cols);
+  matmul(w.data(), ld, x.data() + std::size_t(split) * ldx, ldx, parts.data() + std::size_t(split) * ldy, ldy,
+         M - split, rows, cols);
+  for (int m = 0; m < M; ++m)
+    for (int r = 0; r < rows; ++r)
+      ASSERT_EQ(whole[std::size_t(m) * ldy + r], parts[std::size_t(m) * ldy + r]) << "m=" << m << " r=" << r;
+}
+
+TYPED_TEST(MatmulTest, TokenBlocksDoNotChangeTheSums) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
+  expect_token_blocks_do_not_change_sums<bf16_t, float>([](auto... a) { K::matmul(a...); });
+  expect_token_blocks_do_not_change_sums<float, float>([](auto... a) { K::matmul(a...); });
+  expect_token_blocks_do_not_change_sums<bf16_t, bf16_t>([](auto... a) { K::matmul_fast(a...); });
 }
 
 TYPED_TEST(MatmulTest, ZeroColumnsGiveZero) {
