@@ -166,11 +166,14 @@ inline void prefetch_span(const E* rows, int tokens, int head_dim) {
 // (i = (h - h0) * group + g). Every query's scores, softmax and value sum are the same operations in the same
 // order as attend_block walking its head alone, so the result does not depend on the range.
 // One query per kernel call on purpose: the first query of a span streams it from memory with one FMA per element
-// loaded, the others reuse it from L1. A two-query kernel sharing each key and value load (2 x 8 accumulators, the
-// same sums bitwise) was 12-19 % faster with the cache in L2/L3 but slower from DRAM (AMD Zen 5, 2 threads,
-// Qwen3-0.6B KV shape, 28 layers, f32, medians: one sequence at 1000 positions 7.0-7.3 -> 7.8-8.0 ms, the values
-// kernel alone 6.0-6.1 -> 6.4, the scores kernel alone within the noise; 8 sequences at 1000 42.7 -> 58.7 ms, at 140
-// 5.5 -> 6.8): twice the FMAs per line loaded slowed the stream's loads down more than the shared loads saved.
+// loaded, the others reuse it from L1. Two-query kernels sharing each key and value load (scores: 8 keys x 2 queries
+// = 16 accumulators, one transpose; values: 2 queries x 8 vectors; the same sums bitwise) were faster with the cache
+// in L2/L3 but slower from DRAM. AMD Zen 5, 2 threads, Qwen3-0.6B KV shape, f32, medians of decode_attention_batch
+// over 28 layers: the same layer 28 times (in cache), one sequence at 256 positions 0.754 -> 0.631 ms, at 1000 3.21
+// -> 2.87; 28 distinct layers (DRAM) at 1000 positions 7.0-7.3 -> 7.8-8.0 ms with both kernels, 6.0-6.1 -> 6.4 with
+// the two-query values kernel only (another round), within the noise with the scores kernel only; 8 sequences at
+// 1000 42.7 -> 58.7 ms, at 140 5.5 -> 6.8. Twice the FMAs per line loaded slowed the stream down more than the shared
+// loads saved.
 template <class K, class E>
 void attend_decode_heads(const runtime::KvCache& cache, int seq, int layer, int h0, int h1, int group,
                          const float* q, float* out, int len, int head_dim, float scale, float* s,

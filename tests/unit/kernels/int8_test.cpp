@@ -95,8 +95,9 @@ TYPED_TEST(Int8Test, MatmulMatchesScalar) {
       for (int cols : {1, 17, 64, 129, 600, 1100, 8200})  // 8200: several row blocks at 40 rows
         check_case(M, rows, cols);
   // Prefill: 100 rows (AVX-512: panels of 48 + 48 + 4 rows, so each row's scale is applied past the first panel) and
-  // 300 tokens (more than one 256-token block), odd columns.
+  // 300 and 1100 tokens (more than one token block: AVX2 120, AVX-512 1024), odd columns.
   check_case(300, 100, 301);
+  check_case(1100, 52, 301);
   check_case(20, 100, 1030);
 }
 

@@ -131,10 +131,11 @@ TYPED_TEST(MatmulTest, FewTokensEqualMatvecPerTokenBitwise) {
       [](auto... a) { K::matmul_fast(a...); }, [](auto... a) { K::matvec_fast(a...); });
 }
 
-// The prefill kernels walk tokens in blocks (AVX2: 120, AVX-512: 1024) but every output sums its column blocks in
-// column order whichever token block holds its token, so a token's row of Y does not depend on how many tokens are
-// multiplied with it: the product of 1100 tokens equals, bitwise, the products of its first 37 and last 1063 tokens
-// (and a prompt's logits do not depend on how a chunked prefill splits it, past the dot-form token counts).
+// The prefill kernels walk tokens in blocks (AVX2: 120, AVX-512: 1024, AMX tiles: 32) but every output sums its
+// column blocks in column order whichever token block (and micro-tile) holds its token, so a token's row of Y does not
+// depend on how many tokens are multiplied with it: the product of 1100 tokens equals, bitwise, the products of its
+// first 37 and last 1063 tokens. 37: past every level's dot-form token count (8; AVX2 32) and not a multiple of a
+// micro-tile (8, 6), so tokens land at other places in their blocks and tiles.
 template <class W, class X, class Matmul>
 void expect_token_blocks_do_not_change_sums(Matmul matmul) {
   const int M = 1100, split = 37, rows = 52, cols = 530;
