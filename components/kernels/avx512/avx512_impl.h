@@ -401,17 +401,17 @@ constexpr int kNV = 3;          // panel vectors of 16 rows
 constexpr int kNR = 16 * kNV;   // rows per panel
 constexpr int kMR = 8;          // tokens per micro-kernel call
 constexpr int kKC = 256;        // even: the bf16 pair packing of the avx512bf16 level needs pair-aligned blocks
-// Tokens per block: 1024, so a prompt of up to 1024 tokens packs (and reads from memory) each panel once. What a
-// block keeps near the core: the panel (bf16 pairs 24 KiB: L1; f32 48 KiB: L2), one KC slice of its activations
-// (1024 x 256 bf16 = 512 KiB for the packed-pairs kernel: L2; f32 1 MiB here: L3 on a 1 MiB L2) and the panel's
-// output tile (1024 x 48 f32 = 192 KiB), which the micro-kernel's broadcasts and accumulating stores tolerate. Measured on
-// AMD Zen 5 (EPYC "Turin", 2 threads, 1 MiB L2 per core, the 0.6B shapes' four linears over 4-8 layers of distinct
-// matrices through linear(), medians of 3-5, two alternated rounds; harness like bench/kernels): 256 -> 1024 tokens,
-// fast (packed pairs) 1021 tokens 558-582 -> 613-620 GFLOP/s, 512 tokens 528-537 -> 557-577, 2048 tokens 596-612 ->
-// 596-616; precise (this kernel, f32 tokens) 1021 tokens 360-365 -> 387, 512 tokens 344-359 -> 367-370, 2048 tokens
-// 367-368 -> 383-384; 2048-token blocks were slower than 1024 (fast, 2048 tokens: 553-561). Not measured: Zen 4,
-// Intel, and the int8 prefill and AMX f32-weight paths that use this kernel too. Experience OPT-030. The block size
-// does not change a sum: every output adds its KC blocks in column order whatever block its token is in.
+// Tokens per block: 1024, so a prompt of up to 1024 tokens packs (and reads from memory) each panel once. What a block
+// keeps near the core: the panel (bf16 pairs 24 KiB: L1; f32 48 KiB: L2), one KC slice of its activations (1024 x 256
+// bf16 = 512 KiB for the packed-pairs kernel: L2; f32 1 MiB here: L3 on a 1 MiB L2) and the panel's output tile (1024 x
+// 48 f32 = 192 KiB), which the micro-kernel's broadcasts and accumulating stores tolerate. Measured on AMD Zen 5 (EPYC
+// "Turin", 2 threads, 1 MiB L2 per core, the 0.6B shapes' four linears over 4-8 layers of distinct matrices through
+// linear(), medians of 3-5, two alternated rounds; harness like bench/kernels): 256 -> 1024 tokens, fast (packed pairs)
+// 1021 tokens 558-582 -> 613-620 GFLOP/s, 512 tokens 528-537 -> 557-577, 2048 tokens 596-612 -> 596-616; precise (this
+// kernel, f32 tokens) 1021 tokens 360-365 -> 387, 512 tokens 344-359 -> 367-370, 2048 tokens 367-368 -> 383-384;
+// 2048-token blocks were slower than 1024 (fast, 2048 tokens: 553-561). Not measured: Zen 4, Intel, and the int8
+// prefill and AMX f32-weight paths that use this kernel too. Experience OPT-030. The block size does not change a sum:
+// every output adds its KC blocks in column order whatever block its token is in.
 constexpr int kMC = 1024;
 
 // In-register transpose of a 16x16 block of 32-bit elements: t[i] lane j  ->  t[j] lane i. Always inlined: GCC kept

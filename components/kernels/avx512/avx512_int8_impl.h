@@ -55,9 +55,9 @@ inline void matvec(const int8_t* q, const float* scale, size_t ld, const float* 
 }
 
 // ---- prefill (M > kMaxDotTokens) ----------------------------------------------------------------------------
-// The f32 outer-product kernel of avx512_impl.h (matmul): its panels widen int8 exactly to f32 when packing
-// (load16), once per panel for every token of a kMC-token block (1024), then the row scale is applied to each sum. Measured
-// on AMD Zen 4 (2 threads, 16 distinct int8 matrices streamed, medians; experience OPT-025): 154 / 155 / 143 ->
+// The f32 outer-product kernel of avx512_impl.h (matmul): its panels widen int8 exactly to f32 when packing (load16),
+// once per panel for every token of a kMC-token block (1024), then the row scale is applied to each sum. Measured on
+// AMD Zen 4 (2 threads, 16 distinct int8 matrices streamed, medians; experience OPT-025): 154 / 155 / 143 ->
 // 199 / 203 / 206 GFLOP/s on 256 x 3072 x 1024, 256 x 1024 x 3072 and 1021 x 1024 x 2048, against the earlier
 // dot-form blocks over a widened 16-row strip (one horizontal sum per row, token and 512 columns).
 inline void matmul(const int8_t* q, const float* scale, size_t ld, const float* x, size_t ldx, float* y, size_t ldy,

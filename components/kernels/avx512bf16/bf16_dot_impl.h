@@ -70,7 +70,7 @@ constexpr int kPairNV = 3;              // panel vectors of 16 rows
 constexpr int kPairNR = 16 * kPairNV;   // rows per panel
 constexpr int kPairMR = 8;              // tokens per micro-kernel call
 constexpr int kPairKC = impl::kKC;      // columns per panel (even: whole pairs)
-constexpr int kPairMC = impl::kMC;      // tokens per block, the f32 kernel's (a prompt up to that packs each panel once)
+constexpr int kPairMC = impl::kMC;      // tokens per block: the f32 kernel's (a prompt up to it packs panels once)
 static_assert(kPairKC % 2 == 0, "a panel holds whole column pairs");
 
 // dst[p * 16 nv + r] = (W[r, 2p], W[r, 2p + 1]) for r < nr <= 16 nv, p < ceil(kc / 2); rows nr..16 nv - 1 and a lone
