@@ -13,8 +13,6 @@
 // Rows are quantised in parallel on the engine's thread pool; afterwards the caller may drop the source pages
 // (release_mapped_range) so the process keeps the int8 copy only.
 #pragma once
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +26,7 @@
 #include "common/bf16.h"
 #include "common/error.h"
 #include "model/linear.h"
+#include "model/resident_weights.h"  // release_mapped_range
 #include "runtime/thread_pool.h"
 
 namespace mi::model {
@@ -105,16 +104,6 @@ Int8Matrix quantize_int8(runtime::ThreadPool& pool, const W* w, int rows, int co
       fail("weight '", name, "': row ", bad_row[i],
            " holds a non-finite value; int8 quantisation (ckb/contracts/int8_weights.toml) needs finite weights");
   return m;
-}
-
-// Drops the resident pages of [p, p + bytes) that lie wholly inside the range (madvise MADV_DONTNEED, POSIX/Linux
-// madvise(2)): for a read-only private file mapping they are re-read from the file if touched again, so this is
-// safe for tensors still read elsewhere (a tied embedding's lookups) and frees the memory of the ones quantised.
-inline void release_mapped_range(const void* p, std::size_t bytes) {
-  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
-  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
-  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice: failure is harmless
 }
 
 // y[m, r] = s_r * sum_c x[m, c] * Q[r, c] for output rows [r0, r1): the int8 overload of linear_block()
