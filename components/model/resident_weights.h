@@ -1,22 +1,22 @@
 // Projection matrices copied out of the checkpoint's file mapping into memory the engine owns: 64-byte aligned
-// (every row then starts on a cache line, since the 0.6B-and-up row lengths are multiples of 64 bytes) and, for
-// tensors of 2 MiB and more, backed by transparent huge pages where the kernel offers them (madvise advice).
+// (every row then starts on a cache line, since the 0.6B-and-up row lengths are multiples of 64 bytes) and, in
+// whole 2 MiB extents, backed by transparent huge pages where the kernel offers them (madvise advice).
 //
 // Why: Hugging Face's safetensors writer pads its JSON header to 8 bytes only, so a checkpoint's tensors start at
 // an arbitrary multiple of 8 bytes (the synth-model 0.6B checkpoint: 56 mod 64), and every 64-byte vector load of
-// a row then spans two cache lines. The one-token decode kernels are bound by DRAM and do not notice; the batched
-// and prefill kernels, bound by their loads, do. Measured on AMD Zen 5 (EPYC "Turin" VM, 2 threads, Qwen3-0.6B
-// shape, fast engine, `ENGINE bench --parts batch,profile --batch 1,8 --profile-prompt 256`, 6 alternated rounds,
-// the same binary with and without the copy): decode B = 1 21.5-26.8 -> 19.0-22.5 ms per step, B = 8 40.6-44.3 ->
-// 33.5-36.1 ms, pp256 441-497 -> 412-471 ms; harness (28 distinct 3072 x 1024 matrices, 8 tokens): rows at 56 mod
-// 64 bytes 360-427 GFLOP/s, the same rows copied aligned 444-457, copied at 56 mod 64 again 382-417 (experience
-// OPT-031). The arithmetic does not depend on where a row lives, so every result is bitwise what the mapped
-// weights gave.
+// a row then spans two cache lines. The batched-decode kernels (8 tokens per weight load, bound by their loads as
+// much as by DRAM) lose 15-20 % to that. Measured on AMD Zen 5 (EPYC "Turin" VM, 2 threads, experience OPT-031):
+// harness, 28 distinct 3072 x 1024 bf16 matrices, 8 tokens, the rows where the file mapping puts them (56 mod 64)
+// 340-427 GFLOP/s, copied 64-byte aligned 427-472, copied to 56 mod 64 again 382-417; one token 72-78 GB/s in all
+// three. Engine (Qwen3-0.6B shape, fast, `ENGINE bench --parts batch,profile --batch 1,8 --profile-prompt 256`,
+// alternated): B = 8 step 43.0-45.5 -> 35.2-39.2 ms, B = 1 and the 256-token prefill inside the host's noise.
+// A source already on a 64-byte boundary stays where it is (mapped, shared through the page cache).
+// The arithmetic does not depend on where a row lives, so every result is bitwise what the mapped weights gave.
 //
-// Memory: the copy replaces the file pages in the process (each chunk's source pages are released once copied,
-// release_mapped_range), so the resident set stays about the weights plus one chunk while loading and the weights
-// afterwards. The file's pages stay in the page cache (reclaimable), as they did before. Load time: one pass over
-// the weights at memcpy speed, split over the thread pool.
+// Memory: each chunk's source pages are released once copied (release_mapped_range), so while loading the process
+// holds the copies made so far plus about one chunk per thread, and afterwards the copies (the file's pages stay in
+// the page cache, reclaimable, until the kernel needs the memory). Load time: one pass over the weights at memcpy
+// speed, chunks split over the thread pool (+1.0-1.4 s per 1.2 GB on the Zen 5 VM, first touch of the memory).
 #pragma once
 #include <sys/mman.h>
 #include <unistd.h>
@@ -36,8 +36,8 @@ namespace mi::model {
 
 // Drops the resident pages of [p, p + bytes) that lie wholly inside the range (madvise MADV_DONTNEED, POSIX/Linux
 // madvise(2)): for a read-only private file mapping they are re-read from the file if touched again, so this is
-// safe for tensors still read elsewhere (a tied embedding's lookups) and frees the memory of the ones copied or
-// quantised.
+// safe for tensors still read elsewhere and frees the memory of the ones copied or quantised. Only for file
+// mappings: on anonymous memory the pages would read back as zeros.
 inline void release_mapped_range(const void* p, std::size_t bytes) {
   const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
   const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
@@ -54,25 +54,30 @@ class ResidentWeights {
     for (const Region& r : regions_) munmap(r.base, r.bytes);
   }
 
-  // A copy of src[0, count) in owned, 64-byte-aligned memory; the source's file pages are released as they are
-  // copied. `name` names the tensor in an allocation error.
+  // src[0, count) as the linear layers should read it: src itself when it already starts on a 64-byte boundary (or
+  // is empty), else a copy in owned, 64-byte-aligned memory, the source's pages released as they are copied.
+  // Precondition: src lies in a read-only file mapping (the checkpoint), whose released pages read back the file.
+  // `name` names the tensor in an allocation error.
   template <class T>
   const T* adopt(runtime::ThreadPool& pool, const T* src, std::size_t count, const std::string& name) {
     const std::size_t bytes = count * sizeof(T);
-    if (bytes == 0) return src;
+    if (bytes == 0 || reinterpret_cast<std::uintptr_t>(src) % kLine == 0) return src;
     const bool huge = bytes >= kHugePage;
     // Huge pages need 2 MiB-aligned extents: reserve one more and start at the first boundary inside.
     const std::size_t reserve = huge ? (bytes + kHugePage - 1) / kHugePage * kHugePage + kHugePage : bytes;
+    regions_.reserve(regions_.size() + 1);  // so recording the mapping below cannot throw and leak it
     void* mapped = mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mapped == MAP_FAILED)
-      fail("weight '", name, "': could not allocate ", bytes, " bytes to hold it (", std::strerror(errno), ")");
+      fail("weight '", name, "': could not allocate ", bytes, " bytes for its aligned copy (", std::strerror(errno),
+           "); the engine holds every projection matrix in memory, so it needs about the checkpoint's size free");
     regions_.push_back({mapped, reserve});
     auto* dst = static_cast<std::byte*>(mapped);
     if (huge) {
       dst = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(mapped) + kHugePage - 1) / kHugePage *
                                          kHugePage);
 #ifdef MADV_HUGEPAGE
-      madvise(dst, (bytes + kHugePage - 1) / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice: no error if refused
+      // Whole extents only: a huge page over the tail would make up to 2 MiB resident for a few bytes.
+      madvise(dst, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice: no error if refused
 #endif
     }
     // Chunks of kChunk bytes on the thread pool, each copied and then its source pages released.
@@ -85,12 +90,14 @@ class ResidentWeights {
         release_mapped_range(from + off, n);
       }
     });
+    release_mapped_range(from, bytes);  // the pages that straddled two chunks
     return reinterpret_cast<const T*>(dst);
   }
 
  private:
+  static constexpr std::size_t kLine = 64;
   static constexpr std::size_t kHugePage = std::size_t(2) << 20;
-  static constexpr std::size_t kChunk = std::size_t(4) << 20;
+  static constexpr std::size_t kChunk = std::size_t(1) << 20;  // a 1024 x 1024 bf16 matrix splits over 2 threads
   struct Region {
     void* base;
     std::size_t bytes;

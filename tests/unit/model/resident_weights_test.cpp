@@ -1,6 +1,7 @@
 // Resident weights (components/model/resident_weights.h, experience OPT-031): a matrix copied out of a file mapping
-// lands 64-byte aligned (2 MiB aligned when it is that large) with every byte equal, whatever the source's offset,
-// and the source's file pages are released yet still read back the file.
+// lands 64-byte aligned (2 MiB aligned when it is that large) with every byte equal, whatever the source's offset;
+// the source's file pages are released (the mapping's Rss drops) yet still read back the file; a source already on
+// a 64-byte boundary is used where it is.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -8,6 +9,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "common/bf16.h"
@@ -38,6 +42,24 @@ struct MappedFile {
   }
 };
 
+// Resident kilobytes of the mapping that starts at `p` (/proc/self/smaps), or -1 if it is not found.
+long mapping_rss_kb(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in = false;
+  while (std::getline(smaps, line)) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-' && line.find(':') > line.find(' ')) {
+      in = lo == reinterpret_cast<std::uintptr_t>(p);
+      continue;
+    }
+    if (in && line.rfind("Rss:", 0) == 0) return std::stol(line.substr(4));
+  }
+  return -1;
+}
+
 TEST(ResidentWeights, CopyIsAlignedEqualAndTheSourceStillReadsBack) {
   mi::runtime::ThreadPool pool(2);
   mi::model::ResidentWeights resident;
@@ -54,16 +76,25 @@ TEST(ResidentWeights, CopyIsAlignedEqualAndTheSourceStillReadsBack) {
     EXPECT_EQ(address % 64, 0u);
     if (elements * sizeof(mi::bf16_t) >= (std::size_t(2) << 20)) EXPECT_EQ(address % (std::size_t(2) << 20), 0u);
     EXPECT_EQ(std::memcmp(copy, f.data.data() + offset, elements * sizeof(mi::bf16_t)), 0);
-    // The released source pages fault back in from the file (the tied embedding's lookups read them).
+    // The copy touched every source page; adopt released all but the two it shares with the file's other bytes.
+    const long rss_kb = mapping_rss_kb(f.p), page_kb = long(sysconf(_SC_PAGESIZE) / 1024);
+    ASSERT_GE(rss_kb, 0) << "mapping not found in /proc/self/smaps";
+    EXPECT_LE(rss_kb, 2 * page_kb) << "source pages were not released";
+    // The released source pages fault back in from the file.
     for (std::size_t i = 0; i < f.n; ++i) ASSERT_EQ(f.p[i], f.data[i]) << i;
+    if (f.n > std::size_t(4) << 20) EXPECT_GT(mapping_rss_kb(f.p), rss_kb);  // (a small one had no whole page)
   }
 }
 
-TEST(ResidentWeights, AnEmptyMatrixIsLeftWhereItIs) {
+TEST(ResidentWeights, AnEmptyOrAlignedMatrixIsLeftWhereItIs) {
   mi::runtime::ThreadPool pool(1);
   mi::model::ResidentWeights resident;
   const float x = 1.0f;
   EXPECT_EQ(resident.adopt(pool, &x, 0, "empty"), &x);
+  MappedFile f(64 * 1024);  // page-aligned mapping: already on a 64-byte boundary
+  ASSERT_NE(f.p, nullptr);
+  const auto* src = reinterpret_cast<const mi::bf16_t*>(f.p + 128);
+  EXPECT_EQ(resident.adopt(pool, src, 1000, "aligned"), src);
 }
 
 }  // namespace
