@@ -631,15 +631,20 @@ inline float dot(const float* a, const float* b, int n) {
 // scores the f32 kernel gives for the widened row, bitwise.
 // The K/V rows are prefetched kKvPrefetchBytes ahead, once per line where kv_line_start says (row_streams.h).
 
+// The fixed form walks the 16 keys row by row (the query's C chunks held in registers), so the span is read in
+// address order; each accumulator still sums its chunks in c order, so the scores equal the column walk's bitwise.
+// AMD Zen 5, 2 threads, Qwen3-0.6B KV at 1024 positions, decode attention over 28 layers, 3 alternated rounds:
+// 8.51-10.43 ms row by row vs 8.81-11.22 column by column.
 template <int C, class E>
 inline void scores16_fixed(const float* q, const E* k, size_t ldk, __m512 sv, float* s) {
   __m512 acc[16];
-  for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
-  for (int c = 0; c < C; ++c) {
-    const __m512 qv = _mm512_loadu_ps(q + 16 * c);
-    if (kv_line_start<E>(16 * c, 16 * C))
-      for (int t = 0; t < 16; ++t) prefetch_kv(k + size_t(t) * ldk + 16 * c);
-    for (int t = 0; t < 16; ++t) acc[t] = _mm512_fmadd_ps(qv, load16(k + size_t(t) * ldk + 16 * c), acc[t]);
+  __m512 qv[C];
+  for (int c = 0; c < C; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
+  for (int t = 0; t < 16; ++t) {
+    acc[t] = _mm512_setzero_ps();
+    for (int c = 0; c < C; ++c)
+      if (kv_line_start<E>(16 * c, 16 * C)) prefetch_kv(k + size_t(t) * ldk + 16 * c);
+    for (int c = 0; c < C; ++c) acc[t] = _mm512_fmadd_ps(qv[c], load16(k + size_t(t) * ldk + 16 * c), acc[t]);
   }
   transpose16x16(acc);  // acc[i] lane t = partial sum i of key t
   __m512 sum = acc[0];
