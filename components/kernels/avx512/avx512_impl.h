@@ -779,8 +779,10 @@ inline void attention_prepare_queries(const float* const* q, int nq, int d, floa
 // S[t] lane i = the full-block sum of (query i, key t) for the 16 keys k[t * ldk], KT keys at a time: each query
 // vector loaded feeds KT FMAs, each key element is a broadcast operand. C > 0: the chunk count as a compile-time
 // constant (head dims 64, 128, 256), so the chunk loop unrolls; with KT = 8 every lane's 8 independent chains keep
-// the FMA pipes busy. AMD Zen 5, one core, 16 queries x 512 or 1024 keys of 128 in L2: KT = 4 with a run-time count
-// 146-161 GFLOP/s, KT = 4 fixed 157-168, KT = 8 fixed 177 (f32 FMA peak 232). Same sums in the same order.
+// the FMA pipes busy. AMD Zen 5, one core, 16 queries x 512 or 1024 keys of 128 in L2, this function alone: KT = 4 with
+// a run-time count 146-161 GFLOP/s, KT = 4 fixed 157-168, KT = 8 fixed 172-178 (167-174 through
+// attention_scores_prepared; f32 FMA peak 232). Same sums in the same order. Head dims 64 and 256 take the same form
+// unmeasured.
 template <int KT, int C = 0>
 inline void lanes_full_block(const float* qt, const float* k, size_t ldk, int run_time_chunks, __m512 S[16]) {
   const int chunks = C > 0 ? C : run_time_chunks;
