@@ -2,9 +2,9 @@
 # CTest fixture setup (engine_ccache): generates the tiny golden engine the agent tests build again and again inside
 # their sandboxes, and builds it here, every target, through the gates' own build (verify --only L1_stage).
 # Why: a sandboxed build reads the host's ccache but may not write it (toolkit/agents/engine_gate.cpp), so on a clean
-# CI checkout the agent tests, which CTest starts first as the longest, compiled every engine from scratch (about 42
-# minutes for the suite on 2 cores instead of about 15 with the objects cached). This build, outside any sandbox,
-# fills the cache once; the sandboxed builds of the same sources then hit it.
+# CI checkout the agent tests, which CTest starts first as the longest, compiled every engine from scratch. This
+# build, outside any sandbox, fills the cache once; the sandboxed builds of the same sources then hit it. Measured on
+# 2 cores (ctest -j2, empty cache): the suite 2521 s before, 1166 s with this fixture (666 s with a warm cache).
 # ccache keys an object by the preprocessed source, the flags and the locale variables, so the build runs in the
 # environment a sandboxed gate build gets (toolkit/agents/isolated_command.cpp: PATH, LANG=C.UTF-8, nothing else)
 # plus the cache directory the gate hands it (ccache -k cache_dir, as engine_gate.cpp asks).
