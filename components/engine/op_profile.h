@@ -90,12 +90,22 @@ StepProfile profile_steps(M& model, const std::vector<int32_t>& prompt, int max_
   std::vector<float> logits(std::size_t(model.vocab_size()));
   out.prefill.ops = model::OpProfiler(out.names.size());
   out.decode.ops = model::OpProfiler(out.names.size());
-  // One unprofiled pass of the same prefill first: when the profile is the first thing a process runs, its weights
-  // are not yet paged in, and the first forward measured page faults (an 8-token prefill took 1.8 s, not 0.2 s).
+  // One unprofiled pass of the same prefill and decode steps first: when the profile is the first thing a process
+  // runs, its weights are not yet paged in, and the first forward measured page faults (an 8-token prefill took 1.8 s,
+  // not 0.2 s). The decode steps matter too: a step that opens a KV block the process never touched pays for the
+  // kernel zeroing its pages (and, in a VM, the host backing them) inside the attention op, about 5.5 ms per block of
+  // the 0.6B shape on the Zen 5 VM (2 MiB pages at ~2.8 ms each), a quarter of a step. A 256-token prompt puts the
+  // first decode step exactly on a block boundary, so the profile showed that one-off cost averaged into attention.
+  // The freed blocks are handed out again to the measured sequence, so its steps read and write resident memory.
   const int warm = model.new_sequence();
   try {
     for (int first = 0; first < P; first += chunk)
       model.forward(warm, prompt.data() + first, std::min(chunk, P - first), logits.data(), false);
+    int32_t token = model::greedy_token(logits.data(), model.vocab_size());
+    for (int i = 0; i < ps.decode_steps; ++i) {
+      model.forward(warm, &token, 1, logits.data(), false);
+      token = model::greedy_token(logits.data(), model.vocab_size());
+    }
   } catch (...) {
     model.free_sequence(warm);
     throw;
