@@ -77,7 +77,7 @@ std::vector<ForwardStep> make_steps() {
   // The rotary table holds kRotaryDim (partial_rotary_factor x head_dim): the same code rotates only those dims.
   s.push_back({"partial_rope", {"q_", "k_"}, rope_chunk, rope_batch, {}});
   ForwardStep attention{"attention", {"q_", "k_", "v_", "attn_", "scores_"},
-                        "mi::model::store_kv<K, KvRow<N>>(cache_, seq, slot, start, T, k_, v_, kKvHeads, kHeadDim);\n"
+                        "mi::model::store_kv<K, KvRow<N>>(pool_, cache_, seq, slot, start, T, k_, v_, kKvHeads, kHeadDim);\n"
                         "mi::model::causal_attention<K, KvRow<N>>(pool_, cache_, seq, slot, {kHeads, kKvHeads, kHeadDim}, q_, T, start, attn_, scores_);\n",
                         "for (int b = 0; b < T; ++b)\n"
                         "  mi::model::store_kv<K, KvRow<N>>(cache_, seqs[b], slot, positions[b], 1, k_ + std::size_t(b) * kKvHeads * kHeadDim,\n"

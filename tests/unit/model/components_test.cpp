@@ -2,7 +2,9 @@
 // kernel level the CPU supports.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 #include <optional>
 #include <vector>
@@ -437,6 +439,48 @@ TYPED_TEST(AttentionLevels, Bf16CacheEqualsF32CacheOfTheRoundedValues) {
                                                      scores.data());
   };
   EXPECT_THROW(bf16_reads_f32_cache(), mi::Error);
+}
+
+// The prefill's store_kv, its tokens split across the pool in runs of whole KV blocks, writes every key and value
+// row exactly as the one-thread store_kv does (f32 copies and bf16 roundings), whatever the pool size, the start
+// position (inside a block or on its boundary) and the token count (under two blocks it stays on one thread).
+TEST(Attention, PooledStoreKvEqualsTheOneThreadStore) {
+  using K = mi::kernels::Scalar;
+  const int layers = 2, kv_heads = 2, head_dim = 24;
+  const std::size_t row = std::size_t(kv_heads) * head_dim;
+  for (int block : {4, 16})
+    for (int threads : {1, 2, 3})
+      for (int first : {0, 3, 16, 17})
+        for (int T : {1, 7, 8, 31, 45, 64}) {
+          ThreadPool pool(threads);
+          const auto k = mi_test::random_floats(std::size_t(T) * row, 40 + T);
+          const auto v = mi_test::random_floats(std::size_t(T) * row, 80 + T);
+          const auto check = [&](auto element) {
+            using E = decltype(element);
+            const auto dtype = mi::runtime::kv_dtype_of<E>();
+            mi::runtime::KvCache pooled({layers, kv_heads, head_dim, 1, 128, block, 0, dtype});
+            mi::runtime::KvCache alone({layers, kv_heads, head_dim, 1, 128, block, 0, dtype});
+            const int a = pooled.allocate_sequence(), b = alone.allocate_sequence();
+            pooled.append(a, first + T);
+            alone.append(b, first + T);
+            mi::model::store_kv<K, E>(pool, pooled, a, 1, first, T, k.data(), v.data(), kv_heads, head_dim);
+            mi::model::store_kv<K, E>(alone, b, 1, first, T, k.data(), v.data(), kv_heads, head_dim);
+            for (int pos = 0; pos < first + T; ++pos)
+              for (int h = 0; h < kv_heads; ++h)
+                for (int i = 0; i < head_dim; ++i) {
+                  const auto bits = [](E x) {
+                    if constexpr (std::is_same_v<E, float>) return std::bit_cast<std::uint32_t>(x);
+                    else return std::uint32_t(x.bits);
+                  };
+                  ASSERT_EQ(bits(pooled.key<E>(a, 1, h, pos)[i]), bits(alone.key<E>(b, 1, h, pos)[i]))
+                      << "block " << block << " threads " << threads << " first " << first << " T " << T << " pos " << pos;
+                  ASSERT_EQ(bits(pooled.value<E>(a, 1, h, pos)[i]), bits(alone.value<E>(b, 1, h, pos)[i]))
+                      << "block " << block << " threads " << threads << " first " << first << " T " << T << " pos " << pos;
+                }
+          };
+          check(float{});
+          check(bf16_t{});
+        }
 }
 
 TEST(Attention, RejectsInconsistentShapes) {
