@@ -90,55 +90,47 @@ StepProfile profile_steps(M& model, const std::vector<int32_t>& prompt, int max_
   std::vector<float> logits(std::size_t(model.vocab_size()));
   out.prefill.ops = model::OpProfiler(out.names.size());
   out.decode.ops = model::OpProfiler(out.names.size());
-  // One unprofiled pass of the same prefill and decode steps first: when the profile is the first thing a process
-  // runs, its weights are not yet paged in, and the first forward measured page faults (an 8-token prefill took 1.8 s,
-  // not 0.2 s). The decode steps matter too: a step that opens a KV block the process never touched pays for the
-  // kernel zeroing its pages (and, in a VM, the host backing them) inside the attention op, about 5.5 ms per block of
-  // the 0.6B shape on the Zen 5 VM (2 MiB pages at ~2.8 ms each), a quarter of a step. A 256-token prompt puts the
-  // first decode step exactly on a block boundary, so the profile showed that one-off cost averaged into attention.
-  // The freed blocks are handed out again to the measured sequence, so its steps read and write resident memory.
-  const int warm = model.new_sequence();
-  try {
-    for (int first = 0; first < P; first += chunk)
-      model.forward(warm, prompt.data() + first, std::min(chunk, P - first), logits.data(), false);
-    int32_t token = model::greedy_token(logits.data(), model.vocab_size());
-    for (int i = 0; i < ps.decode_steps; ++i) {
-      model.forward(warm, &token, 1, logits.data(), false);
-      token = model::greedy_token(logits.data(), model.vocab_size());
-    }
-  } catch (...) {
-    model.free_sequence(warm);
-    throw;
-  }
-  model.free_sequence(warm);
-  const int seq = model.new_sequence();
-  try {
-    model.set_profiler(&out.prefill.ops);
+  // The prefill and the decode steps on sequence `s`; with `record`, each phase timed under its profiler.
+  const auto run = [&](int s, bool record) {
+    if (record) model.set_profiler(&out.prefill.ops);
     auto t0 = std::chrono::steady_clock::now();
     for (int first = 0; first < P; first += chunk) {
       const int n = std::min(chunk, P - first);
-      model.forward(seq, prompt.data() + first, n, logits.data(), false);
-      out.prefill.calls.push_back({first, n, 1});
+      model.forward(s, prompt.data() + first, n, logits.data(), false);
+      if (record) out.prefill.calls.push_back({first, n, 1});
     }
-    out.prefill.wall_s = profile_detail::since(t0);
+    if (record) out.prefill.wall_s = profile_detail::since(t0);
     int32_t token = model::greedy_token(logits.data(), model.vocab_size());
-    model.set_profiler(&out.decode.ops);
+    if (record) model.set_profiler(&out.decode.ops);
     t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < ps.decode_steps; ++i) {
-      model.forward(seq, &token, 1, logits.data(), false);
-      out.decode.calls.push_back({P + i, 1, 1});
+      model.forward(s, &token, 1, logits.data(), false);
+      if (record) out.decode.calls.push_back({P + i, 1, 1});
       token = model::greedy_token(logits.data(), model.vocab_size());
     }
-    out.decode.wall_s = profile_detail::since(t0);
-    out.decode.divide_by = ps.decode_steps;
+    if (record) out.decode.wall_s = profile_detail::since(t0);
     model.set_profiler(nullptr);
-    model.free_sequence(seq);
-    return out;
-  } catch (...) {
-    model.set_profiler(nullptr);
-    model.free_sequence(seq);
-    throw;
+  };
+  // One unprofiled pass first, then the measured one on a new sequence. The warm-up pages in what the measured pass
+  // will touch: the weights (when the profile is the first thing a process runs, an 8-token prefill measured 1.8 s of
+  // page faults, not 0.2 s) and the KV blocks up to the last decode step. A step that opens a block the process never
+  // touched pays for its first touch inside the attention op (experience OPT-033: about 5.5 ms per 3.5 MiB block of
+  // the 0.6B shape on the Zen 5 VM, a quarter of a step), and a 256-token prompt puts the first decode step exactly on
+  // a block boundary. The cache hands the freed blocks out again, last freed first, so the measured pass writes and
+  // reads resident memory.
+  for (const bool record : {false, true}) {
+    const int s = model.new_sequence();
+    try {
+      run(s, record);
+    } catch (...) {
+      model.set_profiler(nullptr);
+      model.free_sequence(s);
+      throw;
+    }
+    model.free_sequence(s);
   }
+  out.decode.divide_by = ps.decode_steps;
+  return out;
 }
 
 // Profiles `steps` batched decode steps (Model::forward_batch) of the live sequences seqs[0, B), all of length

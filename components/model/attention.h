@@ -58,28 +58,27 @@ void store_kv(runtime::KvCache& cache, int seq, int layer, int first_position, i
   }
 }
 
-// store_kv for a prefill, the tokens split across the pool in runs of whole KV blocks (as the cache lays them out, so
-// each thread writes its own blocks). A prefill writes fresh cache memory, and first touching it is the cost: the
-// kernel zeroes each page and, in a VM, the host may first have to back it. On the Zen 5 VM this project measures on
-// (free page reporting hands freed memory back to the host) a fresh MiB costs 1.6-2.2 ms to touch from one thread and
-// 1.0-1.2 ms from two, and a 1021-token prompt of the Qwen3-0.6B shape writes 224 MiB of f32 keys and values: about
-// 0.4 s of its time to first token in a fresh process when one thread wrote them all. Resident memory is written at
-// memcpy speed either way. Every row is the same copy or rounding whoever writes it.
+// store_kv for a prefill: the tokens split across the pool in runs that end on the cache's block boundaries (the
+// start's partial block, then one block per run, the last cut at T), so each thread writes blocks of its own. Why:
+// a prefill writes cache memory the process may never have touched, and first touch is the cost (the kernel zeroes
+// each page; in a VM the host may have to back it first), which two threads pay in about half the time; resident
+// memory is written at memcpy speed either way (experience OPT-033). Under two blocks the tokens stay on the calling
+// thread: a decode step's or a short chunk's rows are not worth a dispatch. Every row is the same copy or rounding
+// whoever writes it.
 template <class K, class E = float>
 void store_kv(runtime::ThreadPool& pool, runtime::KvCache& cache, int seq, int layer, int first_position, int T,
               const float* k, const float* v, int kv_heads, int head_dim) {
   const int block = std::max(1, cache.shape().block_size);
   if (T < 2 * block) return store_kv<K, E>(cache, seq, layer, first_position, T, k, v, kv_heads, head_dim);
-  // Runs end on the cache's block boundaries: [first_position, end of its block), then whole blocks.
-  const int head = (block - first_position % block) % block;
-  const int runs = 1 + (T - head + block - 1) / block;
+  const int head = (block - first_position % block) % block;  // tokens left in the start's block (0: on a boundary)
+  const int lead = head > 0 ? 1 : 0;                            // that partial block is run 0, when there is one
+  const int runs = lead + (T - head + block - 1) / block;
+  const auto run_start = [&](int r) { return r == 0 ? 0 : std::min(T, head + (r - lead) * block); };
   const std::size_t row_floats = std::size_t(kv_heads) * std::size_t(head_dim);
   pool.parallel_for(runs, 1, [&](int r0, int r1) {
-    const int t0 = r0 == 0 ? 0 : head + (r0 - 1) * block;
-    const int t1 = std::min(T, r1 == 0 ? 0 : head + (r1 - 1) * block);
-    if (t1 > t0)
-      store_kv<K, E>(cache, seq, layer, first_position + t0, t1 - t0, k + std::size_t(t0) * row_floats,
-                     v + std::size_t(t0) * row_floats, kv_heads, head_dim);
+    const int t0 = run_start(r0), t1 = run_start(r1);
+    store_kv<K, E>(cache, seq, layer, first_position + t0, t1 - t0, k + std::size_t(t0) * row_floats,
+                   v + std::size_t(t0) * row_floats, kv_heads, head_dim);
   });
 }
 
