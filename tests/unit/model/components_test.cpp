@@ -441,7 +441,7 @@ TYPED_TEST(AttentionLevels, Bf16CacheEqualsF32CacheOfTheRoundedValues) {
   EXPECT_THROW(bf16_reads_f32_cache(), mi::Error);
 }
 
-// The prefill's store_kv, its tokens split across the pool in runs of whole KV blocks, writes every key and value
+// The prefill's store_kv, its tokens split across the pool in runs that end on KV block boundaries, writes every key and value
 // row exactly as the one-thread store_kv does (f32 copies and bf16 roundings), whatever the pool size, the start
 // position (inside a block or on its boundary) and the token count (under two blocks it stays on one thread).
 TEST(Attention, PooledStoreKvEqualsTheOneThreadStore) {
