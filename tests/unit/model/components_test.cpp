@@ -441,9 +441,9 @@ TYPED_TEST(AttentionLevels, Bf16CacheEqualsF32CacheOfTheRoundedValues) {
   EXPECT_THROW(bf16_reads_f32_cache(), mi::Error);
 }
 
-// The prefill's store_kv, its tokens split across the pool in runs that end on KV block boundaries, writes every key and value
-// row exactly as the one-thread store_kv does (f32 copies and bf16 roundings), whatever the pool size, the start
-// position (inside a block or on its boundary) and the token count (under two blocks it stays on one thread).
+// The prefill's store_kv, its tokens split across the pool in runs that end on KV block boundaries, writes every key
+// and value row exactly as the one-thread store_kv does (f32 copies and bf16 roundings), whatever the pool size, the
+// start position (inside a block or on its boundary) and the token count (under two blocks it stays on one thread).
 TEST(Attention, PooledStoreKvEqualsTheOneThreadStore) {
   using K = mi::kernels::Scalar;
   const int layers = 2, kv_heads = 2, head_dim = 24;
