@@ -20,11 +20,13 @@ namespace mi::tune {
 struct TuneOptions {
   int threads = 1;             // the engine's threads
   int prefill_tokens = 256;    // M of the matmul timing
-  int rounds = 3;              // interleaved rounds over the candidates; each round takes a program's best of `repeats`
+  // Interleaved rounds over the candidates; each round takes a program's best of `repeats`, and a value is judged by
+  // the median of its rounds (so one fast minute of a bimodal host does not decide).
+  int rounds = 5;
   int repeats = 3;
-  // Decode weights streamed per pass: the model's own weight bytes, capped here (a larger model streams from DRAM
-  // either way), so a model that fits in the caches is timed in the caches, as it runs.
-  double decode_max_bytes = 512.0 * (1 << 20);
+  // Decode weights streamed per pass: a decode step's layers and LM head, as many whole layers as fit in this (a
+  // larger model streams from DRAM either way), so a model that fits in the caches is timed in the caches, as it runs.
+  double decode_max_bytes = 1536.0 * (1 << 20);
   std::filesystem::path repo_root;              // where components/ is
   std::filesystem::path work_dir;               // empty: a fresh temporary directory (removed afterwards)
 };

@@ -15,20 +15,41 @@ std::string timing_program_source(const std::string& level, const std::string& k
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include "kernels/)cpp" + level + "/" + level + R"cpp(.h"
 #include "kernels/scalar/scalar.h"
+#include "model/linear.h"
+#include "runtime/thread_pool.h"
 
 using K = )cpp" + kernel_struct + R"cpp(;
 using mi::bf16_t;
 
 namespace {
+// Weights as the engine holds them (model/resident_weights.h): 64-byte-aligned rows in 2 MiB-aligned extents backed
+// by transparent huge pages. A std::vector's rows start at 16 mod 64, where each 64-byte load spans two lines
+// (experience OPT-031: ~10 % of the 8-token kernel), so timings there would not be the engine's.
 struct Matrix {
-  int rows, cols;
-  std::vector<bf16_t> w;
+  int rows = 0, cols = 0;
+  bf16_t* w = nullptr;
+  std::size_t size() const { return std::size_t(rows) * std::size_t(cols); }
 };
+bf16_t* engine_like_allocation(std::size_t count) {
+  constexpr std::size_t kHuge = std::size_t(2) << 20;
+  const std::size_t bytes = (count * sizeof(bf16_t) + kHuge - 1) / kHuge * kHuge;
+  void* p = mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    std::printf("{\"ok\": false, \"error\": \"cannot map %zu bytes of weights\"}\n", bytes);
+    std::exit(4);
+  }
+  auto* aligned = reinterpret_cast<bf16_t*>((reinterpret_cast<std::uintptr_t>(p) + kHuge - 1) / kHuge * kHuge);
+#ifdef MADV_HUGEPAGE
+  madvise(aligned, bytes, MADV_HUGEPAGE);  // advice, as the engine gives it; no error if refused
+#endif
+  return aligned;
+}
 
 unsigned g_state = 12345u;
 float next_uniform() {  // xorshift32 in [-1, 1)
@@ -53,16 +74,16 @@ void product(const std::string& op, bool fast, const bf16_t* w, int cols, const 
   }
 }
 
-// The work of one thread: rows [r0, r1) of every matrix, like the engine's split (multiples of 16 rows).
-void run_rows(const std::string& op, bool fast, const std::vector<Matrix>& ms, const std::vector<float>& x,
-              const std::vector<bf16_t>& xb, int M, std::vector<std::vector<float>>& y, int t, int threads) {
+// One timed pass over every matrix, each as the engine's forward runs a linear layer: model::linear on a thread pool
+// of the engine's size, with its row blocks (their length sets how long each row stream of a decode kernel is, the
+// trade MI_TUNE_MATVEC_ROWS and MI_TUNE_ROW_STREAMS make). A static split over unaligned rows chose 8 row streams on
+// AMD Zen 5 where the engine ran 4 faster (experience OPT-034).
+void pass(mi::runtime::ThreadPool& pool, bool fast, const std::vector<Matrix>& ms, const std::vector<float>& x,
+          const std::vector<bf16_t>& xb, int M, std::vector<std::vector<float>>& y) {
   for (std::size_t i = 0; i < ms.size(); ++i) {
     const Matrix& m = ms[i];
-    const int units = (m.rows + 15) / 16;
-    const int r0 = std::min(m.rows, units * t / threads * 16), r1 = std::min(m.rows, units * (t + 1) / threads * 16);
-    if (r1 <= r0) continue;
-    const bf16_t* w = m.w.data() + std::size_t(r0) * m.cols;
-    product<K>(op, fast, w, m.cols, x.data(), xb.data(), y[i].data() + r0, std::size_t(m.rows), M, r1 - r0);
+    if (fast) mi::model::linear<K>(pool, m.w, m.rows, m.cols, xb.data(), M, y[i].data());
+    else mi::model::linear<K>(pool, m.w, m.rows, m.cols, x.data(), M, y[i].data());
   }
 }
 }  // namespace
@@ -88,9 +109,9 @@ int main(int argc, char** argv) {
   double bytes = 0;
   do {
     for (const auto& [rows, cols] : shapes) {
-      Matrix m{rows, cols, std::vector<bf16_t>(std::size_t(rows) * cols)};
-      for (auto& v : m.w) v = mi::f32_to_bf16(next_uniform());
-      bytes += double(m.w.size()) * sizeof(bf16_t);
+      Matrix m{rows, cols, engine_like_allocation(std::size_t(rows) * cols)};
+      for (std::size_t e = 0; e < m.size(); ++e) m.w[e] = mi::f32_to_bf16(next_uniform());
+      bytes += double(m.size()) * sizeof(bf16_t);
       ms.push_back(std::move(m));
     }
   } while (bytes < min_bytes);
@@ -104,18 +125,22 @@ int main(int argc, char** argv) {
   // Correctness on each distinct shape: every output of up to 48 rows against the scalar level, within the kernel
   // contract's bound (n + 16) * 2^-23 * sum |w x| (ckb/contracts/kernels.toml), at the timed token count and at
   // ragged ones (tails of 16- and 32-token tiles), in the engine's numerics (fast: the bf16-rounded activations).
+  // A decode pass lists each layer's shapes once per layer; the first matrix of each shape is checked.
+  std::vector<std::size_t> distinct;
+  for (std::size_t s = 0; s < shapes.size(); ++s)
+    if (std::find(shapes.begin(), shapes.begin() + s, shapes[s]) == shapes.begin() + s) distinct.push_back(s);
   std::vector<int> check_tokens = {M};
   if (op == "matmul")
     for (int extra : {9, 17, 33, 40})
       if (extra != M) check_tokens.push_back(extra);
   if (op == "decode" && M != 1) check_tokens.push_back(1);
   for (int Mc : check_tokens)
-    for (std::size_t s = 0; s < shapes.size(); ++s) {
+    for (std::size_t s : distinct) {
       const Matrix& m = ms[s];
       const int rows = std::min(m.rows, 48);
       std::vector<float> got(std::size_t(Mc) * rows), ref(std::size_t(Mc) * rows);
-      product<K>(op, fast, m.w.data(), m.cols, x.data(), xb.data(), got.data(), std::size_t(rows), Mc, rows);
-      product<mi::kernels::Scalar>(op, fast, m.w.data(), m.cols, x.data(), xb.data(), ref.data(), std::size_t(rows), Mc,
+      product<K>(op, fast, m.w, m.cols, x.data(), xb.data(), got.data(), std::size_t(rows), Mc, rows);
+      product<mi::kernels::Scalar>(op, fast, m.w, m.cols, x.data(), xb.data(), ref.data(), std::size_t(rows), Mc,
                                    rows);
       for (int t = 0; t < Mc; ++t)
         for (int r = 0; r < rows; ++r) {
@@ -137,14 +162,14 @@ int main(int argc, char** argv) {
   // The dot forms' contract for decode: each token's row of the batched pass is its lone one-token product bitwise
   // (a served request's output may not depend on its batch).
   if (op == "decode" && M > 1)
-    for (std::size_t s = 0; s < shapes.size(); ++s) {
+    for (std::size_t s : distinct) {
       const Matrix& m = ms[s];
       const int rows = std::min(m.rows, 48);
       std::vector<float> batch(std::size_t(M) * rows), lone(rows);
-      product<K>(op, fast, m.w.data(), m.cols, x.data(), xb.data(), batch.data(), std::size_t(rows), M, rows);
+      product<K>(op, fast, m.w, m.cols, x.data(), xb.data(), batch.data(), std::size_t(rows), M, rows);
       for (int t = 0; t < M; ++t) {
         const std::size_t off = std::size_t(t) * m.cols;
-        product<K>(op, fast, m.w.data(), m.cols, x.data() + off, xb.data() + off, lone.data(), std::size_t(rows), 1,
+        product<K>(op, fast, m.w, m.cols, x.data() + off, xb.data() + off, lone.data(), std::size_t(rows), 1,
                    rows);
         if (std::memcmp(lone.data(), batch.data() + std::size_t(t) * rows, sizeof(float) * rows) != 0) {
           std::printf("{\"ok\": false, \"error\": \"decode (%s): token %d of a %d-token pass differs from its lone product on shape %dx%d\"}\n",
@@ -155,15 +180,13 @@ int main(int argc, char** argv) {
     }
   std::vector<int> passes = {M};
   if (op == "decode" && M != 1) passes = {1, M};
+  mi::runtime::ThreadPool pool(threads);
   double seconds = 0, flops = 0;
   for (int Mp : passes) {
     double best = 1e300;
     for (int rep = 0; rep < repeats + 1; ++rep) {  // the first pass warms up
       const auto t0 = std::chrono::steady_clock::now();
-      std::vector<std::thread> pool;
-      for (int t = 1; t < threads; ++t) pool.emplace_back([&, t] { run_rows(op, fast, ms, x, xb, Mp, y, t, threads); });
-      run_rows(op, fast, ms, x, xb, Mp, y, 0, threads);
-      for (auto& th : pool) th.join();
+      pass(pool, fast, ms, x, xb, Mp, y);
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (rep > 0) best = std::min(best, s);
     }
