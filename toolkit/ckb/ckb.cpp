@@ -266,6 +266,7 @@ Platform read_platform(const fs::path& file) {
     tp.default_value = t.integer_or("default", 0);
     tp.summary = t.str_or("summary", "");
     tp.numerics = t.strings("numerics");
+    tp.dtypes = t.strings("dtypes");
     p.tuning.push_back(tp);
   });
   return p;

@@ -112,6 +112,8 @@ struct TuningParameter {
   int default_value = 0;
   std::string summary;
   std::vector<std::string> numerics;  // "precise" / "fast": the modes whose kernels read it; empty = both
+  // Weight dtypes whose kernels read it and the timing program can time: "bf16", "int8"; empty = bf16 only.
+  std::vector<std::string> dtypes;
 };
 
 struct Platform {

@@ -293,6 +293,10 @@ class Linter {
         if (std::find(t.values.begin(), t.values.end(), t.default_value) == t.values.end()) error(p.source, f + ".default", "the default is not one of the values");
         for (const auto& n : t.numerics)
           if (n != "precise" && n != "fast") error(p.source, f + ".numerics", "expected precise or fast, got '" + n + "'");
+        for (const auto& d : t.dtypes) {
+          if (d != "bf16" && d != "int8") error(p.source, f + ".dtypes", "expected bf16 or int8 (what the timing program runs), got '" + d + "'");
+          else if (!contains(p.weight_dtypes, d)) error(p.source, f + ".dtypes", "'" + d + "' is not one of the platform's weight_dtypes");
+        }
       }
     }
   }

@@ -61,7 +61,7 @@ struct StreamedPass {
   std::vector<std::pair<int, int>> shapes;
   int layers = 0;
 };
-StreamedPass streamed_shapes(const coverage::Plan& plan, const std::string& op, double max_bytes) {
+StreamedPass streamed_shapes(const coverage::Plan& plan, const std::string& op, double max_bytes, double element_bytes) {
   std::vector<std::pair<int, int>> layer = model_shapes(plan, op);
   StreamedPass out;
   std::optional<std::pair<int, int>> head;
@@ -69,7 +69,7 @@ StreamedPass streamed_shapes(const coverage::Plan& plan, const std::string& op, 
     head = layer.back();
     layer.pop_back();
   }
-  const auto bytes = [](const std::pair<int, int>& s) { return 2.0 * s.first * s.second; };  // bf16
+  const auto bytes = [&](const std::pair<int, int>& s) { return element_bytes * s.first * s.second; };
   double layer_bytes = 0;
   for (const auto& s : layer) layer_bytes += bytes(s);
   const double head_bytes = head ? bytes(*head) : 0.0;
@@ -91,11 +91,16 @@ double median(std::vector<double> v) {
 
 std::pair<std::string, std::string> untimed_reason(const ckb::TuningParameter& param, const coverage::Plan& plan) {
   const std::string mode = plan.constraints.numerics == "fast" ? "fast" : "precise";
-  if (plan.dtype != "bf16")
-    // The timing program runs the bf16-weight kernels only; int8 and f32 engines run other kernels (some read a
-    // parameter too, e.g. MI_TUNE_DOT_PREFETCH in the int8 decode kernel), which keep its default.
-    return {"the timing program times bf16-weight kernels; this engine computes with " + plan.dtype + " weights, so " +
-                param.parameter + " keeps its default",
+  const std::vector<std::string> dtypes = param.dtypes.empty() ? std::vector<std::string>{"bf16"} : param.dtypes;
+  if (std::find(dtypes.begin(), dtypes.end(), plan.dtype) == dtypes.end())
+    // The timing program runs bf16- and int8-weight kernels, and a parameter names the weight dtypes whose kernels
+    // read it (ckb/platforms [[tuning]] dtypes); f32 engines, and e.g. the bf16-only prefill choice in an int8
+    // engine, keep the default.
+    return {"the platform declares " + param.parameter + " for " + [&] {
+              std::string s;
+              for (const auto& d : dtypes) s += (s.empty() ? "" : ", ") + d;
+              return s;
+            }() + " weights; this engine computes with " + plan.dtype + " weights, so it keeps its default",
             plan.dtype + " weights"};
   if (!param.numerics.empty() && std::find(param.numerics.begin(), param.numerics.end(), mode) == param.numerics.end())
     // e.g. a precise engine does not read the fast-mode prefill choice MI_TUNE_BF16_PREFILL.
@@ -145,12 +150,13 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
     const bool streams = param.op != "matmul";  // decode ops stream the weights from memory, as the model does
     const int tokens = timing_tokens(plan, param.op, o.prefill_tokens);
     json entry = {{"op", param.op}, {"default", param.default_value}, {"summary", param.summary},
-                  {"threads", o.threads}, {"tokens", tokens}, {"numerics", mode}};
+                  {"threads", o.threads}, {"tokens", tokens}, {"numerics", mode}, {"dtype", plan.dtype}};
     json shape_list = json::array();
     for (const auto& [r, c] : shapes) shape_list.push_back({r, c});
     entry["shapes"] = shape_list;
     // What one timed pass reads: a decode step's proportions for the streamed ops, the shapes once for matmul.
-    const StreamedPass pass = streams ? streamed_shapes(plan, param.op, o.decode_max_bytes) : StreamedPass{shapes, 1};
+    const StreamedPass pass =
+        streams ? streamed_shapes(plan, param.op, o.decode_max_bytes, plan.dtype == "int8" ? 1.0 : 2.0) : StreamedPass{shapes, 1};
     if (streams) entry["layers_per_pass"] = pass.layers;
     // Build one program per value.
     std::map<int, fs::path> binaries;
@@ -176,7 +182,7 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
       results[v] = {{"ok", true}, {"seconds", nullptr}, {"runs", json::array()}};
     }
     // Interleaved rounds: every value once per round, so drift on a shared machine hits all of them alike.
-    std::vector<std::string> args = {param.op, mode, std::to_string(o.threads), std::to_string(tokens),
+    std::vector<std::string> args = {param.op, mode, plan.dtype, std::to_string(o.threads), std::to_string(tokens),
                                      std::to_string(o.repeats), "0"};
     for (const auto& [r, c] : pass.shapes) {
       args.push_back(std::to_string(r));
@@ -271,6 +277,7 @@ void record_experience(const fs::path& file, const ckb::Platform& platform, cons
         << "threads = " << entry.at("threads").get<int>() << "\n"
         << "tokens = " << entry.at("tokens").get<int>() << "\n"
         << "numerics = " << entry.at("numerics").dump() << "\n"
+        << "dtype = " << entry.at("dtype").dump() << "\n"
         << "shapes = " << entry.at("shapes").dump() << "\n"
         << "chosen = " << (entry.at("chosen").is_null() ? std::string("\"default\"") : entry.at("chosen").dump()) << "\n"
         << "seconds = { ";

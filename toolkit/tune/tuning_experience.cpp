@@ -14,7 +14,7 @@ namespace {
 using nlohmann::json;
 
 struct Measurement {
-  std::string date, platform, cpu, cpu_vendor, parameter, numerics;
+  std::string date, platform, cpu, cpu_vendor, parameter, numerics, dtype;
   int cpu_family = 0, cpu_model = 0, threads = 0, tokens = 0;
   std::optional<int> chosen;  // none: "default" (no candidate passed)
   json seconds = json::object();
@@ -39,6 +39,8 @@ std::vector<Measurement> read_measurements(const std::filesystem::path& file) {
     const auto integer = [&](const char* key) { return int((*t)[key].value_or(int64_t(0))); };
     m.date = str("date"), m.platform = str("platform"), m.cpu = str("cpu"), m.cpu_vendor = str("cpu_vendor");
     m.parameter = str("parameter"), m.numerics = str("numerics");
+    m.dtype = str("dtype");
+    if (m.dtype.empty()) m.dtype = "bf16";  // written before int8 engines were timed: the tuner timed bf16 weights only
     m.cpu_family = integer("cpu_family"), m.cpu_model = integer("cpu_model");
     m.threads = integer("threads"), m.tokens = integer("tokens");
     if (const auto v = (*t)["chosen"].value<int64_t>()) m.chosen = int(*v);
@@ -65,7 +67,7 @@ ExperienceTuning experience_tuning(const std::filesystem::path& experience_file,
     for (const auto& m : all) {
       if (m.platform != platform.id || m.parameter != param.parameter || !m.chosen) continue;
       if (m.cpu_vendor != cpu.vendor || m.cpu_family != cpu.family || m.cpu_model != cpu.model) continue;
-      if (m.threads != plan.threads || m.numerics != mode) continue;
+      if (m.threads != plan.threads || m.numerics != mode || m.dtype != plan.dtype) continue;
       if (std::find(param.values.begin(), param.values.end(), *m.chosen) == param.values.end()) continue;
       // The last match wins, but one timed at this engine's token count beats any that was not.
       if (!best || m.tokens == tokens || best->tokens != tokens) best = &m;
@@ -85,6 +87,7 @@ ExperienceTuning experience_tuning(const std::filesystem::path& experience_file,
                         {"threads", best->threads},
                         {"tokens", best->tokens},
                         {"numerics", best->numerics},
+                        {"dtype", best->dtype},
                         {"seconds", best->seconds}}}};
   }
   return result;

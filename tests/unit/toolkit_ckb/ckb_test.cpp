@@ -79,6 +79,18 @@ TEST(CkbCheck, MissingEnforcingTestFails) {
   EXPECT_NE(r.out.find("NoSuchSuite.NoSuchTest"), std::string::npos) << r.out;
 }
 
+// A tuning parameter's `dtypes` names weight dtypes the timing program runs (bf16, int8) that the platform has.
+TEST(CkbCheck, TuningDtypesTheTimingProgramCannotRunFail) {
+  mi_test::TempDir dir("ckb-tune-dtypes");
+  const fs::path ckb = planted(dir, "platforms/x86-64-avx512.toml", "dtypes = [\"bf16\", \"int8\"]",
+                               "dtypes = [\"bf16\", \"f16\"]");
+  const auto r = metainfer({"ckb", "check", "--ckb", ckb.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("platforms/x86-64-avx512.toml"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tuning[0].dtypes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("'f16'"), std::string::npos) << r.out;
+}
+
 TEST(CkbCheck, UnmappedWeightAndUnknownShapeTermFail) {
   mi_test::TempDir dir("ckb-weight");
   const fs::path ckb = planted(dir, "families/qwen3.toml", "contract = \"swiglu_mlp\"\n[[weights]]\nname = \"model.layers.{L}.mlp.up_proj.weight\"\nshape = [\"intermediate_size\", \"hidden_size\"]",

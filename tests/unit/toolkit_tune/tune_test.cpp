@@ -76,27 +76,48 @@ TEST(Tune, Avx512ParametersAreTimedCheckedAndBuiltIn) {
   EXPECT_EQ(v.out.find("differs from what the generator emits"), std::string::npos) << v.out;
 }
 
-// The timing program runs the bf16-weight kernels: for an int8 engine nothing is timed or recorded, its kernels keep
-// the defaults, and the manifest says why.
-TEST(Tune, Int8EnginesSkipTheBf16KernelParameters) {
+// An int8 engine's decode kernels are the same dot forms and read the row-stream and prefetch parameters: the
+// timing program quantises its weights as the engine does and times those (the platform's `dtypes`); the bf16-only
+// parameters are skipped, and the manifest says why. The measurements are recorded with dtype = "int8".
+TEST(Tune, Int8EnginesTimeTheParametersTheirKernelsRead) {
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl") ||
       !__builtin_cpu_supports("avx512dq"))
     GTEST_SKIP() << "this CPU cannot run x86-64-avx512";
+  // avx512bf16 also declares bf16-only parameters (MI_TUNE_BF16_*), which an int8 engine must skip.
+  const char* id = __builtin_cpu_supports("avx512bf16") ? "x86-64-avx512bf16" : "x86-64-avx512";
+  const mi::ckb::Ckb repo_ckb = mi::ckb::load(mi::ckb::default_ckb_dir());
   mi_test::TempDir dir("tuneint8");
   fs::copy(mi::ckb::default_ckb_dir(), dir / "ckb", fs::copy_options::recursive);
   const fs::path experience = dir / "ckb/experience/kernel_tuning.toml";
   const std::string before = fs::exists(experience) ? read(experience) : "";
-  const auto r = metainfer({"generate", "--model", golden("qwen3-tiny").string(), "--platform", "x86-64-avx512", "--dtype",
-                            "int8", "--no-verify", "--tune", "--ckb", (dir / "ckb").string(), "-o", (dir / "e").string()});
+  const auto r = metainfer({"generate", "--model", golden("qwen3-tiny").string(), "--platform", id, "--threads", "2",
+                            "--dtype", "int8", "--no-verify", "--tune", "--ckb", (dir / "ckb").string(), "-o",
+                            (dir / "e").string()},
+                           1800);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const json manifest = json::parse(read(dir / "e/MANIFEST.json"));
-  ASSERT_FALSE(manifest.at("tuning").empty());
-  for (const auto& [name, entry] : manifest.at("tuning").items()) {
-    EXPECT_TRUE(entry.contains("skipped")) << name << ": " << entry.dump();
-    EXPECT_TRUE(entry.at("chosen").is_null()) << name;
+  const std::string recorded = read(experience).substr(before.size());
+  int timed = 0;
+  for (const auto& param : repo_ckb.find_platform(id)->tuning) {
+    SCOPED_TRACE(param.parameter);
+    const json& t = manifest.at("tuning").at(param.parameter);
+    if (std::count(param.dtypes.begin(), param.dtypes.end(), "int8")) {
+      ++timed;
+      ASSERT_FALSE(t.at("chosen").is_null()) << t.dump(1);
+      EXPECT_EQ(t.at("dtype"), "int8");
+      for (int v : param.values) EXPECT_TRUE(t.at("values").at(std::to_string(v)).at("ok").get<bool>()) << t.dump(1);
+      EXPECT_EQ(manifest.at("constraints").at("tuning").at(param.parameter), t.at("chosen"));
+      EXPECT_NE(recorded.find("parameter = \"" + param.parameter + "\""), std::string::npos) << recorded;
+    } else {
+      EXPECT_TRUE(t.contains("skipped")) << t.dump();
+      EXPECT_TRUE(t.at("chosen").is_null());
+      EXPECT_FALSE(manifest.at("constraints").at("tuning").contains(param.parameter));
+      EXPECT_EQ(recorded.find("parameter = \"" + param.parameter + "\""), std::string::npos) << recorded;
+    }
   }
-  EXPECT_TRUE(manifest.at("constraints").at("tuning").empty());
-  EXPECT_EQ(fs::exists(experience) ? read(experience) : "", before) << "nothing measured, nothing recorded";
+  EXPECT_EQ(timed, 3) << "MI_TUNE_MATVEC_ROWS, MI_TUNE_ROW_STREAMS and MI_TUNE_DOT_PREFETCH";
+  EXPECT_NE(recorded.find("dtype = \"int8\""), std::string::npos) << recorded;
+  EXPECT_EQ(recorded.find("dtype = \"bf16\""), std::string::npos) << recorded;
 }
 
 TEST(Tune, ConstraintsNamingAnUndeclaredParameterOrValueAreRefused) {

@@ -1,7 +1,7 @@
 // Kernel parameters from the experience layer (tune/tuning_experience.h): an engine generated without --tune starts
-// from what `generate --tune` measured before on the same CPU (vendor, family, model), threads and numerics; a
-// measurement from another CPU, another thread count or numerics, a parameter the constraints set, a value the
-// platform does not declare, or a parameter the tuner would not time for the engine is not taken.
+// from what `generate --tune` measured before on the same CPU (vendor, family, model), threads, numerics and weight
+// dtype; a measurement from another CPU, another thread count, numerics or dtype, a parameter the constraints set, a
+// value the platform does not declare, or a parameter the tuner would not time for the engine is not taken.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -101,7 +101,33 @@ TEST(TuningExperience, ConstraintsUndeclaredValuesAndUntimedParametersAreLeftAlo
   mi::coverage::Plan int8 = test_plan("precise", 1);
   int8.dtype = "int8";
   EXPECT_TRUE(mi::tune::experience_tuning(file, test_platform(), int8, test_cpu(26, 2)).choice.empty())
-      << "the tuner times bf16-weight kernels only";
+      << "these parameters are declared for bf16 weights only";
+}
+
+// A parameter declared for int8 weights too (ckb/platforms [[tuning]] dtypes) is timed on int8 engines, and the
+// measurement names its dtype: an int8 engine takes int8 measurements, a bf16 engine bf16 ones (a measurement
+// without a dtype was written when only bf16 weights were timed).
+TEST(TuningExperience, MeasurementsApplyToEnginesOfTheirWeightDtype) {
+  mi_test::TempDir dir("tuneexp8");
+  const fs::path file = dir / "kernel_tuning.toml";
+  const auto with_dtype = [](std::string m, const std::string& dtype) {
+    return m.replace(m.find("numerics = "), 0, "dtype = \"" + dtype + "\"\n");
+  };
+  mi_test::write_text(file, measurement("MI_TUNE_ROWS", 8, 26, 2, 2, "precise") +
+                                with_dtype(measurement("MI_TUNE_PREFETCH", 0, 26, 2, 2, "precise"), "int8") +
+                                with_dtype(measurement("MI_TUNE_ROWS", 4, 26, 2, 2, "precise"), "int8") +
+                                with_dtype(measurement("MI_TUNE_PREFETCH", 1, 26, 2, 2, "precise"), "bf16"));
+  mi::ckb::Platform platform = test_platform();
+  for (auto& p : platform.tuning)
+    if (p.parameter != "MI_TUNE_FAST_ONLY") p.dtypes = {"bf16", "int8"};
+  mi::coverage::Plan int8 = test_plan("precise", 1);
+  int8.dtype = "int8";
+  const auto found8 = mi::tune::experience_tuning(file, platform, int8, test_cpu(26, 2));
+  EXPECT_EQ(found8.choice, (std::map<std::string, int>{{"MI_TUNE_ROWS", 4}, {"MI_TUNE_PREFETCH", 0}}));
+  EXPECT_EQ(found8.report.at("MI_TUNE_ROWS").at("experience").at("dtype"), "int8");
+  EXPECT_EQ(mi::tune::experience_tuning(file, platform, test_plan("precise", 1), test_cpu(26, 2)).choice,
+            (std::map<std::string, int>{{"MI_TUNE_ROWS", 8}, {"MI_TUNE_PREFETCH", 1}}))
+      << "the bf16 engine takes the measurement without a dtype and the bf16 one, never the int8 ones";
 }
 
 TEST(TuningExperience, TheLastMeasurementAtTheEnginesTokenCountWins) {
