@@ -20,19 +20,43 @@ namespace mi::tune {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
-// (rows, cols) of the model's linear layers for one decoder layer, plus the LM head for decode.
-std::vector<std::pair<int, int>> model_shapes(const coverage::Plan& plan, const std::string& op) {
+// One decoder layer's linear layers as a dense family's forward dispatches them: q/k/v in one linear_parts call and
+// gate/up in another, whose row blocks are those of one matrix of the summed rows (for_row_blocks splits the total;
+// only a block straddling two parts becomes two kernel calls there), then o and down.
+ModelShapes model_shapes(const coverage::Plan& plan, const std::string& op) {
   auto dim = [&](const char* k) { return int(plan.dims.value(k, int64_t(0))); };
   const int H = dim("hidden_size"), I = dim("intermediate_size"), nH = dim("num_attention_heads"),
             nKV = dim("num_key_value_heads"), V = dim("vocab_size");
   const int D = dim("head_dim") > 0 ? dim("head_dim") : (nH > 0 ? H / nH : 0);
   if (H <= 0 || I <= 0 || nH <= 0 || nKV <= 0 || D <= 0) fail("tune: the plan lacks the model's dimensions");
-  std::vector<std::pair<int, int>> s = {{nH * D, H}, {nKV * D, H}, {nKV * D, H}, {H, nH * D}, {I, H}, {I, H}, {H, I}};
-  if (op != "matmul" && V > 0) s.push_back({V, H});  // decode also streams the LM head
+  ModelShapes s;
+  s.layer = {{(nH + 2 * nKV) * D, H}, {H, nH * D}, {2 * I, H}, {H, I}};
+  if (op != "matmul" && V > 0) s.head = {V, H};  // decode also streams the LM head
+  s.layers = std::max(1, dim("num_hidden_layers"));
   return s;
 }
+
+StreamedPass streamed_shapes(const ModelShapes& model, double max_bytes, double element_bytes) {
+  const auto bytes = [&](const std::pair<int, int>& s) { return element_bytes * s.first * s.second; };
+  double layer_bytes = 0;
+  for (const auto& s : model.layer) layer_bytes += bytes(s);
+  const double head_bytes = model.head ? bytes(*model.head) : 0.0;
+  const double fit = std::floor((max_bytes - head_bytes) / std::max(layer_bytes, 1.0));
+  StreamedPass out;
+  out.layers = int(std::clamp(fit, 1.0, double(model.layers)));  // clamped as a double: no int overflow
+  for (int l = 0; l < out.layers; ++l) out.shapes.insert(out.shapes.end(), model.layer.begin(), model.layer.end());
+  if (model.head) out.shapes.push_back(*model.head);
+  return out;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) fail("tune: the median of no runs");
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+namespace {
 
 std::string find_compiler() {
   for (const char* c : {"c++", "g++"}) {
@@ -43,6 +67,12 @@ std::string find_compiler() {
 }
 
 // The kernel level's sources, and the thread pool the timing program runs model::linear on (as the engine does).
+std::string join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
+  return s;
+}
+
 std::vector<fs::path> level_sources(const fs::path& components, const std::string& level) {
   std::vector<fs::path> out;
   for (const fs::path& dir : {components / "kernels" / level, components / "kernels" / "scalar", components / "kernels"})
@@ -51,40 +81,6 @@ std::vector<fs::path> level_sources(const fs::path& components, const std::strin
   std::sort(out.begin(), out.end());
   out.push_back(components / "runtime" / "thread_pool.cpp");
   return out;
-}
-
-// The matrices a streamed (decode) timing pass reads, in the proportions of one decode step: the decoder layers'
-// shapes repeated for as many whole layers as fit in `max_bytes` beside the LM head (at least one, at most the
-// model's), then the LM head once. Repeating layers and head together let the head, a quarter of a Qwen3-0.6B step,
-// become nine tenths of a pass.
-struct StreamedPass {
-  std::vector<std::pair<int, int>> shapes;
-  int layers = 0;
-};
-StreamedPass streamed_shapes(const coverage::Plan& plan, const std::string& op, double max_bytes, double element_bytes) {
-  std::vector<std::pair<int, int>> layer = model_shapes(plan, op);
-  StreamedPass out;
-  std::optional<std::pair<int, int>> head;
-  if (op != "matmul" && plan.dims.value("vocab_size", int64_t(0)) > 0) {  // model_shapes put the LM head last
-    head = layer.back();
-    layer.pop_back();
-  }
-  const auto bytes = [&](const std::pair<int, int>& s) { return element_bytes * s.first * s.second; };
-  double layer_bytes = 0;
-  for (const auto& s : layer) layer_bytes += bytes(s);
-  const double head_bytes = head ? bytes(*head) : 0.0;
-  const int model_layers = int(std::max<int64_t>(1, plan.dims.value("num_hidden_layers", int64_t(1))));
-  const int layers = std::clamp(int((max_bytes - head_bytes) / std::max(layer_bytes, 1.0)), 1, model_layers);
-  for (int l = 0; l < layers; ++l) out.shapes.insert(out.shapes.end(), layer.begin(), layer.end());
-  if (head) out.shapes.push_back(*head);
-  out.layers = layers;
-  return out;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace
@@ -96,11 +92,8 @@ std::pair<std::string, std::string> untimed_reason(const ckb::TuningParameter& p
     // The timing program runs bf16- and int8-weight kernels, and a parameter names the weight dtypes whose kernels
     // read it (ckb/platforms [[tuning]] dtypes); f32 engines, and e.g. the bf16-only prefill choice in an int8
     // engine, keep the default.
-    return {"the platform declares " + param.parameter + " for " + [&] {
-              std::string s;
-              for (const auto& d : dtypes) s += (s.empty() ? "" : ", ") + d;
-              return s;
-            }() + " weights; this engine computes with " + plan.dtype + " weights, so it keeps its default",
+    return {"the platform declares " + param.parameter + " for " + join(dtypes) +
+                " weights; this engine computes with " + plan.dtype + " weights, so it keeps its default",
             plan.dtype + " weights"};
   if (!param.numerics.empty() && std::find(param.numerics.begin(), param.numerics.end(), mode) == param.numerics.end())
     // e.g. a precise engine does not read the fast-mode prefill choice MI_TUNE_BF16_PREFILL.
@@ -144,7 +137,7 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
       std::cerr << "tune: " << param.parameter << " skipped (" << why << ")\n";
       continue;
     }
-    const auto shapes = model_shapes(plan, param.op);
+    const ModelShapes shapes = model_shapes(plan, param.op);
     // matvec: one token; decode: one token, and the engine's full decode batch (at most the dot forms' 8 tokens)
     // when it batches; matmul: a prefill of prefill_tokens.
     const bool streams = param.op != "matmul";  // decode ops stream the weights from memory, as the model does
@@ -152,11 +145,12 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
     json entry = {{"op", param.op}, {"default", param.default_value}, {"summary", param.summary},
                   {"threads", o.threads}, {"tokens", tokens}, {"numerics", mode}, {"dtype", plan.dtype}};
     json shape_list = json::array();
-    for (const auto& [r, c] : shapes) shape_list.push_back({r, c});
+    for (const auto& [r, c] : shapes.layer) shape_list.push_back({r, c});
+    if (shapes.head) shape_list.push_back({shapes.head->first, shapes.head->second});
     entry["shapes"] = shape_list;
-    // What one timed pass reads: a decode step's proportions for the streamed ops, the shapes once for matmul.
-    const StreamedPass pass =
-        streams ? streamed_shapes(plan, param.op, o.decode_max_bytes, plan.dtype == "int8" ? 1.0 : 2.0) : StreamedPass{shapes, 1};
+    // What one timed pass reads: a decode step's proportions for the streamed ops, one layer for matmul.
+    const StreamedPass pass = streams ? streamed_shapes(shapes, o.decode_max_bytes, plan.dtype == "int8" ? 1.0 : 2.0)
+                                      : StreamedPass{shapes.layer, 1};
     if (streams) entry["layers_per_pass"] = pass.layers;
     // Build one program per value.
     std::map<int, fs::path> binaries;
@@ -183,7 +177,7 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
     }
     // Interleaved rounds: every value once per round, so drift on a shared machine hits all of them alike.
     std::vector<std::string> args = {param.op, mode, plan.dtype, std::to_string(o.threads), std::to_string(tokens),
-                                     std::to_string(o.repeats), "0"};
+                                     std::to_string(o.repeats)};
     for (const auto& [r, c] : pass.shapes) {
       args.push_back(std::to_string(r));
       args.push_back(std::to_string(c));
@@ -257,7 +251,8 @@ void record_experience(const fs::path& file, const ckb::Platform& platform, cons
   if (!exists)
     out << "# Kernel tuning measurements written by `metainfer generate --tune` (toolkit/tune): which value of each\n"
            "# platform kernel parameter was fastest, on which CPU, for which model shapes, with every timing. The next\n"
-           "# engine for the same platform starts from these instead of from scratch.\n";
+           "# engine for the same platform starts from these instead of from scratch. seconds: each value's median\n"
+           "# round (statistic = \"median\", every round in runs); entries without a statistic hold its best round.\n";
   const std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));

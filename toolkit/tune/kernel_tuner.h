@@ -7,8 +7,10 @@
 #pragma once
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,8 +26,9 @@ struct TuneOptions {
   // the median of its rounds (so one fast minute of a bimodal host does not decide).
   int rounds = 5;
   int repeats = 3;
-  // Decode weights streamed per pass: a decode step's layers and LM head, as many whole layers as fit in this (a
-  // larger model streams from DRAM either way), so a model that fits in the caches is timed in the caches, as it runs.
+  // Decode weights streamed per pass: a decode step's layers and LM head, as many whole layers as fit in this beside
+  // the head (at least one layer and the head; a larger model streams from DRAM either way), so a model that fits in
+  // the caches is timed in the caches, as it runs.
   double decode_max_bytes = 1536.0 * (1 << 20);
   std::filesystem::path repo_root;              // where components/ is
   std::filesystem::path work_dir;               // empty: a fresh temporary directory (removed afterwards)
@@ -33,12 +36,36 @@ struct TuneOptions {
 
 struct TuneResult {
   std::map<std::string, int> choice;  // parameter -> chosen value
-  nlohmann::json report;              // per parameter: op, shapes, per value {ok, seconds, error}, chosen
+  // per parameter: op, threads, tokens, numerics, dtype, shapes, layers_per_pass (decode), chosen, and per value
+  // {ok, runs (seconds per round), seconds (their median, what the choice compares), best_seconds, bytes, flops,
+  // weights_gbs or gflops, error}; or {op, chosen: null, skipped} for a parameter not timed.
+  nlohmann::json report;
 };
 
+// The shapes (rows, cols) a timing pass reads, as the engine's forward dispatches its linear layers (kernel_tuner.cpp
+// model_shapes): one decoder layer's groups, the LM head for the decode ops, and how many layers the model has.
+struct ModelShapes {
+  std::vector<std::pair<int, int>> layer;
+  std::optional<std::pair<int, int>> head;
+  int layers = 1;
+};
+ModelShapes model_shapes(const coverage::Plan& plan, const std::string& op);
+
+// A decode (streamed) pass in the proportions of one decode step: the layer's shapes for as many whole layers as fit
+// in max_bytes beside the head (at least one, at most the model's), then the head once. (Repeating layers and head
+// together, as the tuner once did, made the Qwen3-0.6B head ~90 % of a pass against ~26 % of a step.)
+struct StreamedPass {
+  std::vector<std::pair<int, int>> shapes;
+  int layers = 0;
+};
+StreamedPass streamed_shapes(const ModelShapes& model, double max_bytes, double element_bytes);
+
+// The median of a value's rounds (the mean of the middle two for an even count); mi::Error for none.
+double median(std::vector<double> v);
+
 // Why the tuner does not time `param` for this plan, as {explanation, short reason}; both empty when it does. The
-// timing program runs bf16-weight kernels only, and a parameter declared for some numerics only is not read by the
-// others' kernels.
+// timing program runs bf16 and int8 weights; a parameter is read by the kernels of the weight dtypes it declares
+// (ckb/platforms [[tuning]] dtypes, default bf16) and, where it names numerics, of those modes only.
 std::pair<std::string, std::string> untimed_reason(const ckb::TuningParameter& param, const coverage::Plan& plan);
 
 // mi::Error when no compiler is found or a candidate fails to build. A candidate that fails its correctness check

@@ -11,6 +11,8 @@
 
 #include "../toolkit_support.h"
 #include "ckb/ckb.h"
+#include "common/error.h"
+#include "tune/kernel_tuner.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -34,13 +36,15 @@ TEST(Tune, Avx512ParametersAreTimedCheckedAndBuiltIn) {
   ASSERT_FALSE(repo_ckb.find_platform(id)->tuning.empty()) << id << " declares kernel parameters";
   mi_test::TempDir dir("tune512");
   fs::copy(mi::ckb::default_ckb_dir(), dir / "ckb", fs::copy_options::recursive);
+  const fs::path experience_file = dir / "ckb/experience/kernel_tuning.toml";
+  const std::string before = fs::exists(experience_file) ? read(experience_file) : "";
   const auto r = metainfer({"generate", "--model", golden("qwen3-tiny").string(), "--platform", id, "--threads", "2",
                             "--no-verify", "--tune", "--ckb", (dir / "ckb").string(), "-o", (dir / "e").string()},
                            1800);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const json manifest = json::parse(read(dir / "e/MANIFEST.json"));
   const std::string cmake = read(dir / "e/CMakeLists.txt");
-  const std::string experience = read(dir / "ckb/experience/kernel_tuning.toml");
+  const std::string experience = read(experience_file).substr(before.size());  // what this run appended
   for (const auto& param : repo_ckb.find_platform(id)->tuning) {
     SCOPED_TRACE(param.parameter);
     const json& t = manifest.at("tuning").at(param.parameter);
@@ -105,7 +109,20 @@ TEST(Tune, Int8EnginesTimeTheParametersTheirKernelsRead) {
       ++timed;
       ASSERT_FALSE(t.at("chosen").is_null()) << t.dump(1);
       EXPECT_EQ(t.at("dtype"), "int8");
-      for (int v : param.values) EXPECT_TRUE(t.at("values").at(std::to_string(v)).at("ok").get<bool>()) << t.dump(1);
+      // The program streamed int8 weights: one byte per weight and a 4-byte scale per row (bf16 would be 2 per
+      // weight), for every matrix of the pass: layers_per_pass layers of the recorded layer shapes, then the head.
+      const auto shapes = t.at("shapes").get<std::vector<std::pair<int, int>>>();
+      ASSERT_GE(shapes.size(), 2u);
+      double layer = 0;
+      for (std::size_t i = 0; i + 1 < shapes.size(); ++i) layer += double(shapes[i].first) * (shapes[i].second + 4);
+      const double head = double(shapes.back().first) * (shapes.back().second + 4);
+      const int passes = param.op == "decode" && t.at("tokens").get<int>() > 1 ? 2 : 1;  // one token, then the batch
+      const double expected = passes * (t.at("layers_per_pass").get<int>() * layer + head);
+      for (int v : param.values) {
+        const json& res = t.at("values").at(std::to_string(v));
+        EXPECT_TRUE(res.at("ok").get<bool>()) << t.dump(1);
+        EXPECT_DOUBLE_EQ(res.at("bytes").get<double>(), expected) << t.dump(1);
+      }
       EXPECT_EQ(manifest.at("constraints").at("tuning").at(param.parameter), t.at("chosen"));
       EXPECT_NE(recorded.find("parameter = \"" + param.parameter + "\""), std::string::npos) << recorded;
     } else {
@@ -118,6 +135,43 @@ TEST(Tune, Int8EnginesTimeTheParametersTheirKernelsRead) {
   EXPECT_EQ(timed, 3) << "MI_TUNE_MATVEC_ROWS, MI_TUNE_ROW_STREAMS and MI_TUNE_DOT_PREFETCH";
   EXPECT_NE(recorded.find("dtype = \"int8\""), std::string::npos) << recorded;
   EXPECT_EQ(recorded.find("dtype = \"bf16\""), std::string::npos) << recorded;
+}
+
+// A decode pass in a decode step's proportions: whole layers up to the cap beside the head (at least one, at most the
+// model's), then the head once; element bytes decide what fits. The median of the rounds decides between values.
+TEST(Tune, DecodePassesKeepAStepsProportionsAndValuesAreJudgedByTheirMedian) {
+  mi::tune::ModelShapes m;
+  m.layer = {{4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072}};  // 15.7 M weights a layer
+  m.head = std::pair<int, int>{151936, 1024};                          // 155.6 M
+  m.layers = 28;
+  const double layer = 4096.0 * 1024 + 1024.0 * 2048 + 6144.0 * 1024 + 1024.0 * 3072, head = 151936.0 * 1024;
+  const auto count = [](const mi::tune::StreamedPass& p, std::pair<int, int> s) {
+    return std::count(p.shapes.begin(), p.shapes.end(), s);
+  };
+  auto p = mi::tune::streamed_shapes(m, 1e12, 2.0);  // everything fits: the whole model
+  EXPECT_EQ(p.layers, 28);
+  EXPECT_EQ(p.shapes.size(), 28u * 4 + 1);
+  EXPECT_EQ(p.shapes.back(), *m.head);
+  EXPECT_EQ(count(p, *m.head), 1);
+  p = mi::tune::streamed_shapes(m, 2.0 * (head + 10.5 * layer), 2.0);  // bf16: 10 whole layers fit beside the head
+  EXPECT_EQ(p.layers, 10);
+  EXPECT_EQ(count(p, {4096, 1024}), 10);
+  p = mi::tune::streamed_shapes(m, head + 10.5 * layer, 1.0);  // int8: one byte a weight, so half the cap holds as much
+  EXPECT_EQ(p.layers, 10);
+  p = mi::tune::streamed_shapes(m, head + 10.5 * layer, 2.0);  // where bf16 fits only the head and one layer
+  EXPECT_EQ(p.layers, 1);
+  p = mi::tune::streamed_shapes(m, 1.0, 2.0);  // the head alone exceeds the cap: still one layer and the head
+  EXPECT_EQ(p.layers, 1);
+  EXPECT_EQ(p.shapes.size(), 5u);
+  m.head.reset();  // no LM head (a prefill pass, or a config without vocab_size)
+  p = mi::tune::streamed_shapes(m, 2.0 * 3.5 * layer, 2.0);
+  EXPECT_EQ(p.layers, 3);
+  EXPECT_EQ(p.shapes.size(), 12u);
+
+  EXPECT_DOUBLE_EQ(mi::tune::median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_DOUBLE_EQ(mi::tune::median({4.0, 1.0, 3.0, 2.0}), 2.5);
+  EXPECT_DOUBLE_EQ(mi::tune::median({0.013, 0.016, 0.0134, 0.0147, 0.0141}), 0.0141) << "not the best round";
+  EXPECT_THROW(mi::tune::median({}), mi::Error);
 }
 
 TEST(Tune, ConstraintsNamingAnUndeclaredParameterOrValueAreRefused) {
