@@ -49,6 +49,30 @@ StreamedPass streamed_shapes(const ModelShapes& model, double max_bytes, double 
   return out;
 }
 
+TuningChoice choose_value(const std::map<int, std::vector<double>>& runs, int default_value) {
+  TuningChoice out;
+  double best = 0;
+  for (const auto& [v, r] : runs) {
+    if (r.empty()) continue;
+    const double m = median(r);
+    if (!out.value || m < best) out.value = v, best = m;
+  }
+  const auto def = runs.find(default_value);
+  if (!out.value || *out.value == default_value || def == runs.end() || def->second.empty()) return out;
+  const std::vector<double>& a = runs.at(*out.value);
+  const std::vector<double>& d = def->second;
+  const std::size_t rounds = std::min(a.size(), d.size());
+  std::size_t wins = 0;
+  for (std::size_t i = 0; i < rounds; ++i) wins += a[i] < d[i];
+  if (5 * wins < 4 * rounds) {
+    out.why = std::to_string(*out.value) + " had the lower median but was faster than the default " +
+              std::to_string(default_value) + " in only " + std::to_string(wins) + " of " + std::to_string(rounds) +
+              " rounds (4 of 5 needed)";
+    out.value = default_value;
+  }
+  return out;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) fail("tune: the median of no runs");
   std::sort(v.begin(), v.end());
@@ -206,32 +230,32 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
       }
     // The choice is by the median of a value's rounds, not its best: this host's read bandwidth is bimodal (issue 9),
     // and a best-of picks whichever value met a fast minute. Measured on AMD Zen 5 (2026-12-04, session 28):
-    // MI_TUNE_ROW_STREAMS 0 took 16.8 / 15.8 / 13.4 ms against 14.8 / 14.1 / 14.6 for 1 and won on its best.
-    std::optional<int> chosen;  // none when no value built and ran (0 is a legal value)
-    double best = 1e300;
+    // MI_TUNE_ROW_STREAMS 0 took 16.8 / 15.8 / 13.4 ms against 14.8 / 14.1 / 14.6 for 1 and won on its best. And the
+    // default stays unless another value beats it in most rounds (choose_value).
+    std::map<int, std::vector<double>> passing;
     json values = json::object();
     for (int v : param.values) {
       json& res = results[v];
       if (res["ok"].get<bool>() && !res["runs"].empty()) {
-        std::vector<double> runs;
+        std::vector<double>& runs = passing[v];
         for (const auto& r : res["runs"]) runs.push_back(r.get<double>());
         const double s = median(runs);
         res["seconds"] = s;
         res["best_seconds"] = *std::min_element(runs.begin(), runs.end());
         if (streams) res["weights_gbs"] = res["bytes"].get<double>() / s / 1e9;
         else res["gflops"] = res["flops"].get<double>() / s / 1e9;
-        if (s < best) {
-          best = s;
-          chosen = v;
-        }
       }
       values[std::to_string(v)] = res;
     }
+    const TuningChoice choice = choose_value(passing, param.default_value);
+    const std::optional<int> chosen = choice.value;  // none when no value built and ran (0 is a legal value)
+    if (!choice.why.empty()) entry["kept_default"] = choice.why;
     entry["values"] = values;
     entry["chosen"] = chosen ? json(*chosen) : json(nullptr);
     if (chosen) result.choice[param.parameter] = *chosen;
     result.report[param.parameter] = entry;
-    std::cerr << "tune: " << param.parameter << " = " << (chosen ? std::to_string(*chosen) : "default (no value passed)") << "\n";
+    std::cerr << "tune: " << param.parameter << " = " << (chosen ? std::to_string(*chosen) : "default (no value passed)")
+              << (choice.why.empty() ? "" : " (kept: " + choice.why + ")") << "\n";
   }
   if (own_dir) {
     std::error_code ec;

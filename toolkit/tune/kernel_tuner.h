@@ -63,6 +63,18 @@ StreamedPass streamed_shapes(const ModelShapes& model, double max_bytes, double 
 // The median of a value's rounds (the mean of the middle two for an even count); mi::Error for none.
 double median(std::vector<double> v);
 
+// Which value to keep, from every passing value's time per round (the rounds are interleaved, so runs[v][i] of all
+// values come from the same round i): the lowest median, except that a value other than the default replaces it only
+// when it was faster than the default in at least 4 of every 5 rounds; otherwise the default stays, and `why` says
+// so. A tie inside this host's noise is no reason to change a kernel: on AMD Zen 5 MI_TUNE_MATVEC_ROWS 8 took
+// 18.4 ms (median) against 18.8 for the default 4, faster in 3 of 5 rounds, where generated engines decoded 5-9 %
+// faster with 4 (experience OPT-034). Where the default did not pass, the lowest median wins. None for no runs.
+struct TuningChoice {
+  std::optional<int> value;
+  std::string why;  // empty, or why the default stayed against a lower median
+};
+TuningChoice choose_value(const std::map<int, std::vector<double>>& runs, int default_value);
+
 // Why the tuner does not time `param` for this plan, as {explanation, short reason}; both empty when it does. The
 // timing program runs bf16 and int8 weights; a parameter is read by the kernels of the weight dtypes it declares
 // (ckb/platforms [[tuning]] dtypes, default bf16) and, where it names numerics, of those modes only.
