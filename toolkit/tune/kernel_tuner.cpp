@@ -90,13 +90,13 @@ std::string find_compiler() {
   fail("tune: no C++ compiler (c++ or g++) on PATH; ./setup.sh installs g++");
 }
 
-// The kernel level's sources, and the thread pool the timing program runs model::linear on (as the engine does).
-std::string join(const std::vector<std::string>& items) {
+std::string join(const std::vector<std::string>& items) {  // "a, b, c"
   std::string s;
   for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
   return s;
 }
 
+// The kernel level's sources, and the thread pool the timing program runs model::linear on (as the engine does).
 std::vector<fs::path> level_sources(const fs::path& components, const std::string& level) {
   std::vector<fs::path> out;
   for (const fs::path& dir : {components / "kernels" / level, components / "kernels" / "scalar", components / "kernels"})
