@@ -51,24 +51,33 @@ StreamedPass streamed_shapes(const ModelShapes& model, double max_bytes, double 
 
 TuningChoice choose_value(const std::map<int, std::vector<double>>& runs, int default_value) {
   TuningChoice out;
+  const auto def = runs.find(default_value);
+  const bool default_ran = def != runs.end() && !def->second.empty();
+  // Rounds value v was faster than the default in, of the rounds both ran.
+  const auto wins = [&](const std::vector<double>& r) {
+    const std::size_t rounds = std::min(r.size(), def->second.size());
+    std::size_t w = 0;
+    for (std::size_t i = 0; i < rounds; ++i) w += r[i] < def->second[i];
+    return std::pair<std::size_t, std::size_t>{w, rounds};
+  };
   double best = 0;
+  std::optional<int> lowest;  // the lowest median of all, for the explanation
   for (const auto& [v, r] : runs) {
     if (r.empty()) continue;
     const double m = median(r);
+    if (!lowest || m < median(runs.at(*lowest))) lowest = v;
+    // Eligible: the default itself, any value when the default did not run, else a value that beat it in 4 of 5.
+    if (default_ran && v != default_value) {
+      const auto [w, rounds] = wins(r);
+      if (5 * w < 4 * rounds) continue;
+    }
     if (!out.value || m < best) out.value = v, best = m;
   }
-  const auto def = runs.find(default_value);
-  if (!out.value || *out.value == default_value || def == runs.end() || def->second.empty()) return out;
-  const std::vector<double>& a = runs.at(*out.value);
-  const std::vector<double>& d = def->second;
-  const std::size_t rounds = std::min(a.size(), d.size());
-  std::size_t wins = 0;
-  for (std::size_t i = 0; i < rounds; ++i) wins += a[i] < d[i];
-  if (5 * wins < 4 * rounds) {
-    out.why = std::to_string(*out.value) + " had the lower median but was faster than the default " +
-              std::to_string(default_value) + " in only " + std::to_string(wins) + " of " + std::to_string(rounds) +
-              " rounds (4 of 5 needed)";
-    out.value = default_value;
+  if (lowest && out.value && *lowest != *out.value) {
+    const auto [w, rounds] = wins(runs.at(*lowest));
+    out.why = std::to_string(*lowest) + " had the lowest median but was faster than the default " +
+              std::to_string(default_value) + " in only " + std::to_string(w) + " of " + std::to_string(rounds) +
+              " rounds (" + std::to_string((4 * rounds + 4) / 5) + " needed)";
   }
   return out;
 }
@@ -274,7 +283,7 @@ void record_experience(const fs::path& file, const ckb::Platform& platform, cons
   if (!out) fail(file.string(), ": cannot append the tuning measurements");
   if (!exists)
     out << "# Kernel tuning measurements written by `metainfer generate --tune` (toolkit/tune): which value of each\n"
-           "# platform kernel parameter was fastest, on which CPU, for which model shapes, with every timing. The next\n"
+           "# platform kernel parameter was kept, on which CPU, for which model shapes, with every timing. The next\n"
            "# engine for the same platform starts from these instead of from scratch. seconds: each value's median\n"
            "# round (statistic = \"median\", every round in runs); entries without a statistic hold its best round.\n";
   const std::time_t now = std::time(nullptr);
@@ -307,7 +316,9 @@ void record_experience(const fs::path& file, const ckb::Platform& platform, cons
       first = false;
     }
     // seconds: each value's median round (the statistic the choice used); runs: every round's time.
-    out << " }\nstatistic = \"median\"\nruns = { ";
+    out << " }\nstatistic = \"median\"\n";
+    if (entry.contains("kept_default")) out << "kept_default = " << entry.at("kept_default").dump() << "\n";
+    out << "runs = { ";
     first = true;
     for (const auto& [v, res] : entry.at("values").items()) {
       out << (first ? "" : ", ") << "\"" << v << "\" = " << (res.contains("runs") ? res.at("runs").dump() : "[]");

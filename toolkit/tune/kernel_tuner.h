@@ -1,7 +1,8 @@
 // `metainfer generate --tune` (issue 9, "profiler-driven kernel selection"): for every kernel parameter the chosen
 // platform declares (ckb/platforms/<id>.toml [[tuning]]), compile a timing program once per candidate value (the
 // platform's flags plus -D<parameter>=<value>, the kernel level's own sources), check each build against the scalar
-// level on the model's actual shapes, time them interleaved on this machine, and keep the fastest that passed.
+// level on the model's actual shapes, time them interleaved on this machine, and keep the fastest that passed (by
+// median round; the kernel default unless another value beats it in 4 of 5 rounds: choose_value).
 // The choice goes into the constraints ([tuning], so the engine's build defines it and regeneration reproduces it)
 // and, with every timing, into MANIFEST.json and the CKB's experience layer (ckb/experience/kernel_tuning.toml).
 #pragma once
@@ -36,7 +37,8 @@ struct TuneOptions {
 
 struct TuneResult {
   std::map<std::string, int> choice;  // parameter -> chosen value
-  // per parameter: op, threads, tokens, numerics, dtype, shapes, layers_per_pass (decode), chosen, and per value
+  // per parameter: op, threads, tokens, numerics, dtype, shapes, layers_per_pass (decode), chosen, kept_default (why
+  // the default stayed against a lower median, when it did), and per value
   // {ok, runs (seconds per round), seconds (their median, what the choice compares), best_seconds, bytes, flops,
   // weights_gbs or gflops, error}; or {op, chosen: null, skipped} for a parameter not timed.
   nlohmann::json report;
@@ -64,9 +66,8 @@ StreamedPass streamed_shapes(const ModelShapes& model, double max_bytes, double 
 double median(std::vector<double> v);
 
 // Which value to keep, from every passing value's time per round (the rounds are interleaved, so runs[v][i] of all
-// values come from the same round i): the lowest median, except that a value other than the default replaces it only
-// when it was faster than the default in at least 4 of every 5 rounds; otherwise the default stays, and `why` says
-// so. A tie inside this host's noise is no reason to change a kernel: on AMD Zen 5 MI_TUNE_MATVEC_ROWS 8 took
+// values come from the same round i): the lowest median among the default and the values that were faster than the
+// default in at least 4 of every 5 rounds (rounded up); `why` says so when the lowest median of all lost that way. A tie inside this host's noise is no reason to change a kernel: on AMD Zen 5 MI_TUNE_MATVEC_ROWS 8 took
 // 18.4 ms (median) against 18.8 for the default 4, faster in 3 of 5 rounds, where generated engines decoded 5-9 %
 // faster with 4 (experience OPT-034). Where the default did not pass, the lowest median wins. None for no runs.
 struct TuningChoice {

@@ -1,7 +1,7 @@
 // `metainfer generate --tune`: the platform's kernel parameters are timed on this machine for the model's shapes
-// and the fastest that passed its scalar-level check is kept - in the constraints (the engine's CMakeLists defines
-// it, and the L0 regeneration reproduces it), in MANIFEST.json with every timing, and appended to the CKB's
-// experience layer. Constraints naming a parameter the platform does not declare, or a value it does not list, are
+// and the fastest that passed its scalar-level check is kept (by median round; the default unless beaten in 4 of 5)
+// - in the constraints (the engine's CMakeLists defines it, and the L0 regeneration reproduces it), in MANIFEST.json
+// with every timing, and appended to the CKB's experience layer. Constraints naming a parameter the platform does not declare, or a value it does not list, are
 // refused with the field named.
 #include <gtest/gtest.h>
 
@@ -58,8 +58,6 @@ TEST(Tune, Avx512ParametersAreTimedCheckedAndBuiltIn) {
       if (!t.contains("kept_default"))
         EXPECT_LE(t.at("values").at(std::to_string(chosen)).at("seconds").get<double>(), res.at("seconds").get<double>())
             << "the chosen value is the fastest";
-      else
-        EXPECT_EQ(chosen, param.default_value) << t.dump(1);
       // seconds is the median of the interleaved rounds (one fast minute of a shared host does not decide); the
       // best round is kept beside it.
       std::vector<double> runs = res.at("runs").get<std::vector<double>>();
@@ -68,6 +66,12 @@ TEST(Tune, Avx512ParametersAreTimedCheckedAndBuiltIn) {
       EXPECT_DOUBLE_EQ(res.at("seconds").get<double>(), runs[2]) << res.dump();
       EXPECT_DOUBLE_EQ(res.at("best_seconds").get<double>(), runs[0]) << res.dump();
     }
+    // The choice is choose_value's on the recorded rounds, with this parameter's default.
+    std::map<int, std::vector<double>> runs;
+    for (int v : param.values) runs[v] = t.at("values").at(std::to_string(v)).at("runs").get<std::vector<double>>();
+    const auto expected = mi::tune::choose_value(runs, param.default_value);
+    EXPECT_EQ(expected.value, chosen) << t.dump(1);
+    EXPECT_EQ(t.contains("kept_default"), !expected.why.empty()) << t.dump(1);
     // A streamed (decode) pass reads a whole decode step of this small model: its 3 layers and the LM head once.
     if (param.op != "matmul") EXPECT_EQ(t.at("layers_per_pass").get<int>(), 3) << t.dump(1);
     EXPECT_EQ(manifest.at("constraints").at("tuning").at(param.parameter), chosen);
@@ -98,7 +102,7 @@ TEST(Tune, Int8EnginesTimeTheParametersTheirKernelsRead) {
   const fs::path experience = dir / "ckb/experience/kernel_tuning.toml";
   const std::string before = fs::exists(experience) ? read(experience) : "";
   const auto r = metainfer({"generate", "--model", golden("qwen3-tiny").string(), "--platform", id, "--threads", "2",
-                            "--dtype", "int8", "--no-verify", "--tune", "--ckb", (dir / "ckb").string(), "-o",
+                            "--max-batch", "8", "--dtype", "int8", "--no-verify", "--tune", "--ckb", (dir / "ckb").string(), "-o",
                             (dir / "e").string()},
                            1800);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -185,6 +189,10 @@ TEST(Tune, DecodePassesKeepAStepsProportionsAndValuesAreJudgedByTheirMedian) {
   c = mi::tune::choose_value(Runs{{0, {5.0, 6.0}}, {8, {4.0, 4.5}}}, 4);
   EXPECT_EQ(c.value, 8) << "the default did not pass: the lowest median";
   EXPECT_FALSE(mi::tune::choose_value(Runs{}, 4).value);
+  // Three values: the lowest median (2) beat the default in 3 of 5 only; 1 beat it in 5 of 5 and is kept.
+  c = mi::tune::choose_value(Runs{{0, {10, 10, 10, 10, 10}}, {1, {9, 9, 9, 9, 9}}, {2, {5, 5, 5, 11, 11}}}, 0);
+  EXPECT_EQ(c.value, 1);
+  EXPECT_NE(c.why.find("2 had the lowest median"), std::string::npos) << c.why;
 
   EXPECT_DOUBLE_EQ(mi::tune::median({3.0, 1.0, 2.0}), 2.0);
   EXPECT_DOUBLE_EQ(mi::tune::median({4.0, 1.0, 3.0, 2.0}), 2.5);
