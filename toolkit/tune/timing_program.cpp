@@ -73,8 +73,8 @@ float next_uniform() {  // xorshift32 in [-1, 1)
 template <class L>
 void product(bool fast, const Matrix& m, const float* x, const bf16_t* xb, float* y, int M, int rows) {
   if (m.int8()) mi::model::linear_block<L>(&m.q8, m.cols, x, M, y, rows, 0, rows);
-  else if (fast) mi::model::linear_block<L>(static_cast<const bf16_t*>(m.w), m.cols, xb, M, y, rows, 0, rows);
-  else mi::model::linear_block<L>(static_cast<const bf16_t*>(m.w), m.cols, x, M, y, rows, 0, rows);
+  else if (fast) mi::model::linear_block<L>(m.w, m.cols, xb, M, y, rows, 0, rows);
+  else mi::model::linear_block<L>(m.w, m.cols, x, M, y, rows, 0, rows);
 }
 
 // One timed pass over every matrix, each as the engine's forward runs a linear layer: model::linear on a thread pool
