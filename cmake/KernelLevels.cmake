@@ -16,7 +16,9 @@ function(mi_add_kernel_levels target kernels_dir)
     file(GLOB level_sources CONFIGURE_DEPENDS ${kernels_dir}/${level}/*.cpp)
     if(level_sources)
       target_sources(${target} PRIVATE ${level_sources})
-      set_source_files_properties(${level_sources} PROPERTIES COMPILE_OPTIONS "${MI_KERNEL_FLAGS_${level}}")
+      # -O3 in every build type but Debug, as in generated engines (toolkit/generator/generator.cpp): at -O2 GCC 12
+      # keeps the decode kernels' accumulators in memory.
+      set_source_files_properties(${level_sources} PROPERTIES COMPILE_OPTIONS "${MI_KERNEL_FLAGS_${level}};$<$<NOT:$<CONFIG:Debug>>:-O3>")
     endif()
   endforeach()
 endfunction()

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -200,6 +201,49 @@ TEST(Plan, EngineHoldsOnlyWhatItsConstraintsAskFor) {
     const mi::gates::GateResult l0 = mi::gates::sources_gate(mi::generator::load_engine(dir.path() / e));
     EXPECT_TRUE(l0.passed) << e << ": " << l0.summary << l0.evidence.dump();
   }
+}
+
+// A user who builds an engine with symbols (RelWithDebInfo: -O2 -g) still gets -O3 kernels: at -O2 GCC 12 kept the
+// decode kernels' accumulators in memory (decode 2.4-4x slower). Debug stays unoptimised; nothing else is changed.
+TEST(Plan, EngineKernelsAreCompiledAtO3InEveryBuildTypeButDebug) {
+  mi_test::TempDir dir("plan-opt");
+  const std::filesystem::path out = dir.path() / "e";
+  const auto g = metainfer({"generate", "--model", golden("qwen3-tiny").string(), "--platform", "x86-64-avx2",
+                            "--no-verify", "-o", out.string()});
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  // The compile command of each engine source, as CMake writes it for a build type (configure only, nothing built).
+  auto commands = [&](const std::string& build_type) {
+    const std::filesystem::path build = dir.path() / ("build-" + build_type);
+    const auto conf = mi::process::run({"cmake", "-S", out.string(), "-B", build.string(), "-G", "Ninja",
+                                        "-DCMAKE_BUILD_TYPE=" + build_type, "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"},
+                                       {.timeout_s = 300, .merge_stderr = true});
+    EXPECT_EQ(conf.exit_code, 0) << mi::process::tail(conf.out);
+    std::map<std::string, std::string> by_source;  // engine-relative source -> command
+    for (const auto& c : json::parse(slurp(build / "compile_commands.json"))) {
+      const std::string file = std::filesystem::relative(c.at("file").get<std::string>(), out).string();
+      by_source[file] = c.at("command").get<std::string>();
+    }
+    return by_source;
+  };
+  // Position of the last optimisation flag in a command ("-O2", "-O3", ...), or "" when there is none.
+  auto last_opt = [](const std::string& command) {
+    std::istringstream words(command);
+    std::string w, last;
+    while (words >> w)
+      if (w.size() == 3 && w.rfind("-O", 0) == 0) last = w;
+    return last;
+  };
+  const auto rel = commands("RelWithDebInfo");
+  ASSERT_TRUE(rel.count("src/kernels/avx2/avx2.cpp")) << "the avx2 engine compiles its kernel level";
+  int kernel_files = 0;
+  for (const auto& [file, command] : rel) {
+    const bool kernel = file.rfind("src/kernels/", 0) == 0;
+    kernel_files += kernel;
+    EXPECT_EQ(last_opt(command), kernel ? "-O3" : "-O2") << file << ": " << command;
+  }
+  EXPECT_GE(kernel_files, 2);
+  for (const auto& [file, command] : commands("Debug")) EXPECT_EQ(last_opt(command), "") << file << ": " << command;
+  for (const auto& [file, command] : commands("Release")) EXPECT_EQ(last_opt(command), "-O3") << file << ": " << command;
 }
 
 TEST(Plan, ChatOffIsRefusedForServeAndExplained) {
