@@ -18,19 +18,36 @@ namespace mi::kernels {
 // kernels; the AVX2 ones rely on the hardware prefetchers). Measured on AMD Zen 5: experience OPT-014.
 constexpr std::size_t kStreamPrefetchBytes = 2048;
 
-// Where the AVX-512 decode kernels prefetch their weights (ckb/platforms [[tuning]] MI_TUNE_DOT_PREFETCH): 1
-// (default) into L2 (PREFETCHT1), 0 into L1 (PREFETCHT0). An L1 prefetch holds one of the core's few L1 miss buffers
-// until its line arrives, which caps the lines in flight; an L2 prefetch is tracked by the L2's larger queue, and
-// the loads then hit L2. Measured on AMD Zen 4 (EPYC, 2 threads, 28 layers of the 0.6B shape = 840 MB of bf16
-// weights streamed, experience OPT-017): 8 tokens 41-44 -> 30-31 ms with the VDPBF16PS dot form and 47-49 -> 41-47
-// with FMA, 4 tokens 33-36 -> 28-30 ms, one token unchanged (26-29 ms); one thread, 8 tokens 79-80 -> 52-54 ms.
+// Where the AVX-512 decode kernels prefetch their weights, 1 (default) into L2 (PREFETCHT1) or 0 into L1
+// (PREFETCHT0), in two tuning parameters (ckb/platforms [[tuning]]), because the better hint depends on how many
+// tokens a block computes per weight read:
+//   MI_TUNE_DOT_PREFETCH    blocks of fewer than kBatchPrefetchTokens tokens (one sequence's decode, small batches:
+//                           a pure weight stream);
+//   MI_TUNE_BATCH_PREFETCH  blocks of kBatchPrefetchTokens to 8 tokens (batched decode: 8 VDPBF16PS per weight vector).
+// An L1 prefetch holds one of the core's few L1 miss buffers until its line arrives, which caps the lines in flight;
+// an L2 prefetch is tracked by the L2's larger queue, and the loads then hit L2. Measured on AMD Zen 4 (EPYC, 2
+// threads, 28 layers of the 0.6B shape = 840 MB of bf16 weights streamed, experience OPT-017): 8 tokens 41-44 ->
+// 30-31 ms with the VDPBF16PS dot form and 47-49 -> 41-47 with FMA, 4 tokens 33-36 -> 28-30 ms, one token unchanged
+// (26-29 ms); one thread, 8 tokens 79-80 -> 52-54 ms. On AMD Zen 5 the two differ by a few per cent either way
+// and not always in the same direction at one token and at eight (experience OPT-036), so one parameter timed on
+// the sum of both was chosen by noise.
 #ifndef MI_TUNE_DOT_PREFETCH
 #define MI_TUNE_DOT_PREFETCH 1
 #endif
+#ifndef MI_TUNE_BATCH_PREFETCH
+#define MI_TUNE_BATCH_PREFETCH 1
+#endif
 static_assert(MI_TUNE_DOT_PREFETCH == 0 || MI_TUNE_DOT_PREFETCH == 1, "MI_TUNE_DOT_PREFETCH: 0 or 1");
+static_assert(MI_TUNE_BATCH_PREFETCH == 0 || MI_TUNE_BATCH_PREFETCH == 1, "MI_TUNE_BATCH_PREFETCH: 0 or 1");
+// The block size from which MI_TUNE_BATCH_PREFETCH applies; ckb/platforms [[tuning]] min_tokens says the same, so
+// the tuner times that parameter only for engines that decode this many tokens at once.
+constexpr int kBatchPrefetchTokens = 4;
 namespace {  // internal linkage: levels compiled with different ISA flags include this header
+// A weight line for a block of T tokens.
+template <int T>
 inline void prefetch_weights(const void* p) {
-  _mm_prefetch(static_cast<const char*>(p), MI_TUNE_DOT_PREFETCH == 1 ? _MM_HINT_T1 : _MM_HINT_T0);
+  constexpr int to_l2 = T < kBatchPrefetchTokens ? MI_TUNE_DOT_PREFETCH : MI_TUNE_BATCH_PREFETCH;
+  _mm_prefetch(static_cast<const char*>(p), to_l2 == 1 ? _MM_HINT_T1 : _MM_HINT_T0);
 }
 }  // namespace
 

@@ -262,6 +262,7 @@ Platform read_platform(const fs::path& file) {
     TuningParameter tp;
     tp.parameter = t.str("parameter");
     tp.op = t.str("op");
+    tp.min_tokens = t.integer_or("min_tokens", 1);
     tp.values = t.integers("values");
     tp.default_value = t.integer_or("default", 0);
     tp.summary = t.str_or("summary", "");

@@ -106,7 +106,7 @@ struct Family {
 struct TuningParameter {
   std::string parameter;  // MI_TUNE_...
   // What the timing program runs: "matvec" (decode linears, one token) | "decode" (one token, then the engine's
-  // decode batch) | "matmul" (prefill linears).
+  // decode batch) | "batch" (the engine's decode batch alone) | "matmul" (prefill linears).
   std::string op;
   std::vector<int> values;
   int default_value = 0;
@@ -114,6 +114,9 @@ struct TuningParameter {
   std::vector<std::string> numerics;  // "precise" / "fast": the modes whose kernels read it; empty = both
   // Weight dtypes whose kernels read it and the timing program can time: "bf16", "int8"; empty = bf16 only.
   std::vector<std::string> dtypes;
+  // The fewest tokens a decode block must compute for the kernels to read the parameter (MI_TUNE_BATCH_PREFETCH:
+  // 4); an engine whose max_batch is smaller keeps the default untimed.
+  int min_tokens = 1;
 };
 
 struct Platform {

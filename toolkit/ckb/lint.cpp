@@ -287,8 +287,14 @@ class Linter {
         const auto& t = p.tuning[i];
         const std::string f = "tuning[" + std::to_string(i) + "]";
         if (t.parameter.rfind("MI_TUNE_", 0) != 0) error(p.source, f + ".parameter", "expected a name MI_TUNE_..., got '" + t.parameter + "'");
-        if (t.op != "matvec" && t.op != "matmul" && t.op != "decode")
-          error(p.source, f + ".op", "expected matvec, matmul or decode, got '" + t.op + "'");
+        if (t.op != "matvec" && t.op != "matmul" && t.op != "decode" && t.op != "batch")
+          error(p.source, f + ".op", "expected matvec, matmul, decode or batch, got '" + t.op + "'");
+        // A decode batch is at most the dot forms' 8 tokens; only a batch-alone timing can honour a minimum.
+        if (t.min_tokens < 1 || t.min_tokens > 8)
+          error(p.source, f + ".min_tokens", "expected 1..8 (the dot forms' largest block), got " + std::to_string(t.min_tokens));
+        else if (t.min_tokens > 1 && t.op != "batch")
+          error(p.source, f + ".min_tokens", "only op = \"batch\" times the engine's batch alone; op '" + t.op +
+                                                 "' also times one token, which a minimum of " + std::to_string(t.min_tokens) + " excludes");
         if (t.values.size() < 2) error(p.source, f + ".values", "a tuning parameter needs at least two values to choose from");
         if (std::find(t.values.begin(), t.values.end(), t.default_value) == t.values.end()) error(p.source, f + ".default", "the default is not one of the values");
         for (const auto& n : t.numerics)

@@ -133,11 +133,17 @@ std::pair<std::string, std::string> untimed_reason(const ckb::TuningParameter& p
     return {"the platform declares " + param.parameter + " for " + param.numerics.front() + " numerics only; this engine's " +
                 mode + " kernels do not read it",
             mode + " numerics"};
+  const int batch = std::clamp(plan.constraints.max_batch, 1, 8);
+  if (param.op == "batch" && batch < param.min_tokens)
+    // e.g. MI_TUNE_BATCH_PREFETCH: blocks of fewer tokens read another parameter (row_streams.h).
+    return {"the platform declares " + param.parameter + " for decode blocks of at least " + std::to_string(param.min_tokens) +
+                " tokens; this engine decodes at most " + std::to_string(batch) + " at once (max_batch), so it keeps its default",
+            "max_batch " + std::to_string(plan.constraints.max_batch)};
   return {};
 }
 
 int timing_tokens(const coverage::Plan& plan, const std::string& op, int prefill_tokens) {
-  return op == "matvec" ? 1 : op == "decode" ? std::clamp(plan.constraints.max_batch, 1, 8) : prefill_tokens;
+  return op == "matvec" ? 1 : op == "decode" || op == "batch" ? std::clamp(plan.constraints.max_batch, 1, 8) : prefill_tokens;
 }
 
 TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& plan, const TuneOptions& o) {
@@ -172,7 +178,7 @@ TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& pla
     }
     const ModelShapes shapes = model_shapes(plan, param.op);
     // matvec: one token; decode: one token, and the engine's full decode batch (at most the dot forms' 8 tokens)
-    // when it batches; matmul: a prefill of prefill_tokens.
+    // when it batches; batch: that batch alone; matmul: a prefill of prefill_tokens.
     const bool streams = param.op != "matmul";  // decode ops stream the weights from memory, as the model does
     const int tokens = timing_tokens(plan, param.op, o.prefill_tokens);
     json entry = {{"op", param.op}, {"default", param.default_value}, {"summary", param.summary},

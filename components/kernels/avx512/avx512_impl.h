@@ -153,7 +153,7 @@ inline void hsum_many(const __m512* v, float* out) {
 // While a block of R rows is read, the same columns `ahead` elements on are prefetched, every cache line of every
 // row: each row is a short stream (2 KiB for a 1024-column bf16 row) that the hardware prefetcher would only pick up
 // after it started. Prefetches past the last row are harmless (PREFETCHh never faults). Into L2 or L1 as the tuning
-// parameter MI_TUNE_DOT_PREFETCH says (row_streams.h).
+// parameters MI_TUNE_DOT_PREFETCH (fewer than 4 tokens) and MI_TUNE_BATCH_PREFETCH (4 to 8) say (row_streams.h).
 // Block row r is weight row w + r * row_step and output y[t * ldy + r * y_step]: adjacent rows (row_step = ld,
 // ahead = R * ld: the next block) or far-apart row groups (row_streams.h).
 //
@@ -200,7 +200,7 @@ inline void dot_block(const typename Ops::W* w, size_t row_step, std::ptrdiff_t 
     constexpr int kLine = 64 / int(sizeof(typename Ops::W));
     if (kLine <= 2 * S || c % kLine == 0)
       for (int l = 0; l < 2 * S; l += kLine)
-        for (int r = 0; r < R; ++r) prefetch_weights(w + r * row_step + ahead + c + l);
+        for (int r = 0; r < R; ++r) prefetch_weights<T>(w + r * row_step + ahead + c + l);
     for (int h = 0; h < 2 * S; h += S) {
       typename Ops::Wv wv[R];
       for (int r = 0; r < R; ++r) wv[r] = Ops::load_w(w + r * row_step + c + h);
@@ -286,7 +286,7 @@ inline void dot_rows(const typename Ops::W* w, size_t ld, const typename Ops::X*
         [&](int r) { dot_block<Ops, 1, T>(w + size_t(r) * ld, ld, ld, xi, y + r, ldy, 1, cols, 0, cols, nullptr); });
     return;
   }
-  // Blocks of R adjacent rows, what comes next prefetched. When the T tokens' activations exceed 32 KiB, they are
+  // Blocks of R adjacent rows, what comes next prefetched. When the T tokens' activations exceed 16 KiB, they are
   // walked in column spans of kSpan that a panel of kDotPanel blocks reads while they sit in L1 or L2; across spans
   // each block's accumulators wait in `carry` (dot_block), so the sums are the same whatever the span. Measured on one
   // Zen 5 core, 8 tokens, 3 x 8 accumulators: 1024 x 3072 with 512-column spans 97-113 GFLOP/s, without 87-90;
@@ -294,9 +294,13 @@ inline void dot_rows(const typename Ops::W* w, size_t ld, const typename Ops::X*
   // threads, 28 distinct matrices streamed, medians of 9 alternated rounds) 1024-column spans beat 512 wherever rows
   // are split: 1024 x 3072 fast (VDPBF16PS) T = 6 8.56 -> 7.05 ms, T = 8 10.09 -> 8.17; precise (FMA, f32 tokens)
   // T = 4 8.21 -> 6.80, T = 8 12.50 -> 11.14; 1024 x 2048 precise T = 6/8 7.07/7.68 -> 5.94/6.46; unsplit shapes
-  // unchanged (experience OPT-021).
-  constexpr int kSpan = 1024, kDotPanel = 8;
-  const int span = size_t(T) * size_t(cols) * sizeof(typename Ops::X) <= 32768 ? cols : kSpan;
+  // unchanged (experience OPT-021). Spans from 16 KiB of activations (was 32 KiB) and panels of 16 blocks (was 8):
+  // 32 KiB of tokens filled two thirds of Zen 5's 48 KiB L1 beside the weight stream prefetched into it (and all of
+  // Zen 4's 32 KiB). AMD Zen 5, fast, 8 tokens: harness (2 threads, 28 distinct matrices, 3 alternated rounds) o_proj
+  // 1024 x 2048 34-41 -> 38-46 GB/s, down 1024 x 3072 43-45 -> 44-47; engine B = 8 profile, 6 alternated rounds:
+  // o_proj 2.80-3.79 ms against 3.07-4.07 (faster in 5 of 6), the step within the host's noise (experience OPT-036).
+  constexpr int kSpan = 1024, kDotPanel = 16;
+  const int span = size_t(T) * size_t(cols) * sizeof(typename Ops::X) <= 16384 ? cols : kSpan;
   static_assert(kSpan % (2 * Ops::kStep) == 0, "a span ends on a full step");
   alignas(64) __m512 carry[kDotPanel][T * R];
   int r = 0;

@@ -91,6 +91,23 @@ TEST(CkbCheck, TuningDtypesTheTimingProgramCannotRunFail) {
   EXPECT_NE(r.out.find("'f16'"), std::string::npos) << r.out;
 }
 
+// min_tokens is honoured only by a batch-alone timing (op = "batch"), and a decode block has at most 8 tokens.
+TEST(CkbCheck, TuningMinTokensOutsideABatchTimingFail) {
+  mi_test::TempDir dir("ckb-tune-min-tokens");
+  const fs::path ckb = planted(dir, "platforms/x86-64-avx512.toml", "op = \"batch\"\nmin_tokens = 4",
+                               "op = \"decode\"\nmin_tokens = 4");
+  const auto r = metainfer({"ckb", "check", "--ckb", ckb.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("platforms/x86-64-avx512.toml"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(".min_tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("only op = \"batch\""), std::string::npos) << r.out;
+  mi_test::TempDir dir2("ckb-tune-min-tokens-9");
+  const fs::path ckb2 = planted(dir2, "platforms/x86-64-avx512.toml", "min_tokens = 4", "min_tokens = 9");
+  const auto r2 = metainfer({"ckb", "check", "--ckb", ckb2.string()});
+  EXPECT_EQ(r2.exit_code, 1) << r2.out;
+  EXPECT_NE(r2.out.find("expected 1..8"), std::string::npos) << r2.out;
+}
+
 TEST(CkbCheck, UnmappedWeightAndUnknownShapeTermFail) {
   mi_test::TempDir dir("ckb-weight");
   const fs::path ckb = planted(dir, "families/qwen3.toml", "contract = \"swiglu_mlp\"\n[[weights]]\nname = \"model.layers.{L}.mlp.up_proj.weight\"\nshape = [\"intermediate_size\", \"hidden_size\"]",
