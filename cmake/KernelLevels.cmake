@@ -12,12 +12,13 @@ set(MI_KERNEL_FLAGS_amx "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-ma
 function(mi_add_kernel_levels target kernels_dir)
   file(GLOB common_sources CONFIGURE_DEPENDS ${kernels_dir}/*.cpp)
   target_sources(${target} PRIVATE ${common_sources})
+  set_source_files_properties(${common_sources} PROPERTIES COMPILE_OPTIONS "$<$<NOT:$<CONFIG:Debug>>:-O3>")
   foreach(level ${MI_KERNEL_LEVELS})
     file(GLOB level_sources CONFIGURE_DEPENDS ${kernels_dir}/${level}/*.cpp)
     if(level_sources)
       target_sources(${target} PRIVATE ${level_sources})
-      # -O3 in every build type but Debug, as in generated engines (toolkit/generator/generator.cpp): at -O2 GCC 12
-      # keeps the decode kernels' accumulators in memory.
+      # -O3 in every build type but Debug, as for every kernel source of a generated engine
+      # (toolkit/generator/generator.cpp): at -O2 GCC 12 keeps the decode kernels' accumulators in memory.
       set_source_files_properties(${level_sources} PROPERTIES COMPILE_OPTIONS "${MI_KERNEL_FLAGS_${level}};$<$<NOT:$<CONFIG:Debug>>:-O3>")
     endif()
   endforeach()

@@ -23,7 +23,8 @@ constexpr std::size_t kStreamPrefetchBytes = 2048;
 // tokens a block computes per weight read:
 //   MI_TUNE_DOT_PREFETCH    blocks of fewer than kBatchPrefetchTokens tokens (one sequence's decode, small batches:
 //                           a pure weight stream);
-//   MI_TUNE_BATCH_PREFETCH  blocks of kBatchPrefetchTokens to 8 tokens (batched decode: 8 VDPBF16PS per weight vector).
+//   MI_TUNE_BATCH_PREFETCH  blocks of kBatchPrefetchTokens to 8 tokens (batched decode, and prefills that short: each
+//                           weight vector feeds T multiply-adds).
 // An L1 prefetch holds one of the core's few L1 miss buffers until its line arrives, which caps the lines in flight;
 // an L2 prefetch is tracked by the L2's larger queue, and the loads then hit L2. Measured on AMD Zen 4 (EPYC, 2
 // threads, 28 layers of the 0.6B shape = 840 MB of bf16 weights streamed, experience OPT-017): 8 tokens 41-44 ->

@@ -114,8 +114,9 @@ struct TuningParameter {
   std::vector<std::string> numerics;  // "precise" / "fast": the modes whose kernels read it; empty = both
   // Weight dtypes whose kernels read it and the timing program can time: "bf16", "int8"; empty = bf16 only.
   std::vector<std::string> dtypes;
-  // The fewest tokens a decode block must compute for the kernels to read the parameter (MI_TUNE_BATCH_PREFETCH:
-  // 4); an engine whose max_batch is smaller keeps the default untimed.
+  // The fewest tokens a dot-form block must compute for the kernels to read the parameter (MI_TUNE_BATCH_PREFETCH:
+  // 4, components/kernels/row_streams.h kBatchPrefetchTokens). An engine whose max_batch is smaller keeps the default
+  // untimed: its decode never runs such blocks (only a prefill of 4 to 8 tokens does).
   int min_tokens = 1;
 };
 

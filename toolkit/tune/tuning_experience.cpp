@@ -14,7 +14,7 @@ namespace {
 using nlohmann::json;
 
 struct Measurement {
-  std::string date, platform, cpu, cpu_vendor, parameter, numerics, dtype;
+  std::string date, platform, cpu, cpu_vendor, parameter, op, numerics, dtype;
   int cpu_family = 0, cpu_model = 0, threads = 0, tokens = 0;
   std::optional<int> chosen;  // none: "default" (no candidate passed)
   json seconds = json::object();
@@ -38,7 +38,7 @@ std::vector<Measurement> read_measurements(const std::filesystem::path& file) {
     const auto str = [&](const char* key) { return std::string((*t)[key].value_or(std::string())); };
     const auto integer = [&](const char* key) { return int((*t)[key].value_or(int64_t(0))); };
     m.date = str("date"), m.platform = str("platform"), m.cpu = str("cpu"), m.cpu_vendor = str("cpu_vendor");
-    m.parameter = str("parameter"), m.numerics = str("numerics");
+    m.parameter = str("parameter"), m.op = str("op"), m.numerics = str("numerics");
     m.dtype = str("dtype");
     if (m.dtype.empty()) m.dtype = "bf16";  // written before int8 engines were timed: the tuner timed bf16 weights only
     m.cpu_family = integer("cpu_family"), m.cpu_model = integer("cpu_model");
@@ -66,6 +66,9 @@ ExperienceTuning experience_tuning(const std::filesystem::path& experience_file,
     const Measurement* best = nullptr;
     for (const auto& m : all) {
       if (m.platform != platform.id || m.parameter != param.parameter || !m.chosen) continue;
+      // Timed as another op, the value answered another objective: MI_TUNE_DOT_PREFETCH was timed on one token plus
+      // the batch until the batched blocks got their own parameter (experience OPT-036).
+      if (m.op != param.op) continue;
       if (m.cpu_vendor != cpu.vendor || m.cpu_family != cpu.family || m.cpu_model != cpu.model) continue;
       if (m.threads != plan.threads || m.numerics != mode || m.dtype != plan.dtype) continue;
       if (std::find(param.values.begin(), param.values.end(), *m.chosen) == param.values.end()) continue;

@@ -7,7 +7,8 @@
 //
 // A measurement applies to a parameter of the engine when it names the same platform, the same CPU (vendor,
 // display family and model: the microarchitecture, not the brand string a VM may invent), the same threads and
-// numerics and weight dtype (a measurement without a dtype was timed on bf16 weights), and when the tuner itself
+// numerics and weight dtype (a measurement without a dtype was timed on bf16 weights), the same op (the objective it
+// was timed on: a value chosen on one token plus a batch says nothing about one token alone), and when the tuner itself
 // would time the parameter for this engine (the parameter's weight dtypes and numerics). Among those, the last one
 // in the file timed at this engine's token count (timing_tokens) wins, else the last one. A parameter the constraints' [tuning] sets keeps that value; a chosen value the platform no longer
 // declares is ignored, and so is `chosen = "default"` (no candidate passed its check: it overrides nothing). Entries

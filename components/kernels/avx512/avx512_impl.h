@@ -294,12 +294,13 @@ inline void dot_rows(const typename Ops::W* w, size_t ld, const typename Ops::X*
   // threads, 28 distinct matrices streamed, medians of 9 alternated rounds) 1024-column spans beat 512 wherever rows
   // are split: 1024 x 3072 fast (VDPBF16PS) T = 6 8.56 -> 7.05 ms, T = 8 10.09 -> 8.17; precise (FMA, f32 tokens)
   // T = 4 8.21 -> 6.80, T = 8 12.50 -> 11.14; 1024 x 2048 precise T = 6/8 7.07/7.68 -> 5.94/6.46; unsplit shapes
-  // unchanged (experience OPT-021). Spans from 16 KiB of activations (was 32 KiB) and panels of 16 blocks (was 8):
-  // 32 KiB of tokens filled two thirds of Zen 5's 48 KiB L1 beside the weight stream prefetched into it (and all of
-  // Zen 4's 32 KiB). AMD Zen 5, fast, 8 tokens: harness (2 threads, 28 distinct matrices, 3 alternated rounds) o_proj
-  // 1024 x 2048 34-41 -> 38-46 GB/s, down 1024 x 3072 43-45 -> 44-47; engine B = 8 profile, 6 alternated rounds:
-  // o_proj 2.80-3.79 ms against 3.07-4.07 (faster in 5 of 6), the step within the host's noise (experience OPT-036).
-  constexpr int kSpan = 1024, kDotPanel = 16;
+  // unchanged (experience OPT-021). Spans from 16 KiB of activations (was 32 KiB): o_proj's 8 tokens x 2048 bf16
+  // columns (32 KiB) filled two thirds of Zen 5's 48 KiB L1 beside the weight lines streaming through it. AMD Zen 5,
+  // fast, 8 tokens: harness (2 threads, 28 distinct matrices, 3 alternated rounds) o_proj 1024 x 2048 34 -> 38-41
+  // GB/s; engine B = 8 profile, 6 alternated rounds: o_proj 2.80-3.79 ms against 3.07-4.07 (faster in 5 of 6), the
+  // whole step within the host's noise (experience OPT-036). f32 activations (precise, int8) span as before except
+  // 3 to 4 tokens of 2048 columns; not measured.
+  constexpr int kSpan = 1024, kDotPanel = 8;
   const int span = size_t(T) * size_t(cols) * sizeof(typename Ops::X) <= 16384 ? cols : kSpan;
   static_assert(kSpan % (2 * Ops::kStep) == 0, "a span ends on a full step");
   alignas(64) __m512 carry[kDotPanel][T * R];

@@ -13,6 +13,7 @@
 #include "ckb/lint.h"
 #include "generator/forward_steps.h"
 #include "io/safetensors.h"
+#include "kernels/row_streams.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -106,6 +107,26 @@ TEST(CkbCheck, TuningMinTokensOutsideABatchTimingFail) {
   const auto r2 = metainfer({"ckb", "check", "--ckb", ckb2.string()});
   EXPECT_EQ(r2.exit_code, 1) << r2.out;
   EXPECT_NE(r2.out.find("expected 1..8"), std::string::npos) << r2.out;
+  mi_test::TempDir dir3("ckb-tune-min-tokens-0");
+  const fs::path ckb3 = planted(dir3, "platforms/x86-64-avx512.toml", "min_tokens = 4", "min_tokens = 0");
+  const auto r3 = metainfer({"ckb", "check", "--ckb", ckb3.string()});
+  EXPECT_EQ(r3.exit_code, 1) << r3.out;
+  EXPECT_NE(r3.out.find("expected 1..8"), std::string::npos) << r3.out;
+}
+
+// The block size from which the kernels read MI_TUNE_BATCH_PREFETCH is the min_tokens every platform declares for it,
+// so the tuner skips it exactly for the engines whose decode never runs such blocks.
+TEST(CkbCheck, BatchPrefetchMinTokensIsTheKernelsThreshold) {
+  const mi::ckb::Ckb ckb = mi::ckb::load(real_ckb());
+  int declared = 0;
+  for (const auto& platform : ckb.platforms)
+    for (const auto& t : platform.tuning)
+      if (t.parameter == "MI_TUNE_BATCH_PREFETCH") {
+        ++declared;
+        EXPECT_EQ(t.op, "batch") << platform.id;
+        EXPECT_EQ(t.min_tokens, mi::kernels::kBatchPrefetchTokens) << platform.id;
+      }
+  EXPECT_EQ(declared, 3) << "x86-64-avx512, x86-64-avx512bf16 and x86-64-amx prefetch in their dot forms";
 }
 
 TEST(CkbCheck, UnmappedWeightAndUnknownShapeTermFail) {

@@ -43,11 +43,16 @@ mi::platform::CpuInfo test_cpu(int family, int model) {
   return cpu;
 }
 
+// A measurement as `generate --tune` appends it; op is the test platform's for the parameter unless given.
 std::string measurement(const std::string& parameter, int chosen, int family = 26, int model = 2, int threads = 2,
-                        const std::string& numerics = "fast", int tokens = 1, const std::string& date = "2026-12-01T00:00:00Z") {
+                        const std::string& numerics = "fast", int tokens = 1, const std::string& date = "2026-12-01T00:00:00Z",
+                        std::string op = "") {
+  if (op.empty())
+    for (const auto& p : test_platform().tuning)
+      if (p.parameter == parameter) op = p.op;
   return "[[measurement]]\ndate = \"" + date + "\"\nplatform = \"x86-64-test\"\ncpu = \"Some Virtual CPU\"\n" +
          "cpu_vendor = \"AuthenticAMD\"\ncpu_family = " + std::to_string(family) + "\ncpu_model = " + std::to_string(model) +
-         "\nmodel = \"m\"\nparameter = \"" + parameter + "\"\nop = \"matvec\"\nthreads = " + std::to_string(threads) +
+         "\nmodel = \"m\"\nparameter = \"" + parameter + "\"\nop = \"" + op + "\"\nthreads = " + std::to_string(threads) +
          "\ntokens = " + std::to_string(tokens) + "\nnumerics = \"" + numerics + "\"\nshapes = [[8, 8]]\nchosen = " +
          std::to_string(chosen) + "\nseconds = { \"4\" = 0.2, \"8\" = 0.1 }\n\n";
 }
@@ -142,6 +147,21 @@ TEST(TuningExperience, TheLastMeasurementAtTheEnginesTokenCountWins) {
   EXPECT_EQ(found.report.at("MI_TUNE_PREFETCH").at("experience").at("date"), "2026-12-03T00:00:00Z");
   found = mi::tune::experience_tuning(file, test_platform(), test_plan("fast", 1), test_cpu(26, 2));
   EXPECT_EQ(found.choice.at("MI_TUNE_PREFETCH"), 1) << "a one-sequence engine takes the one-token measurement";
+}
+
+// A parameter whose timing objective changed (MI_TUNE_DOT_PREFETCH: one token plus the batch, then one token alone
+// once the batched blocks read MI_TUNE_BATCH_PREFETCH) does not take values chosen on the old objective.
+TEST(TuningExperience, MeasurementsTimedAsAnotherOpAreNotTaken) {
+  mi_test::TempDir dir("tuneexpop");
+  const fs::path file = dir / "kernel_tuning.toml";
+  mi_test::write_text(file, measurement("MI_TUNE_ROWS", 8, 26, 2, 2, "fast", 8, "2026-12-02T00:00:00Z", "decode"));
+  EXPECT_TRUE(mi::tune::experience_tuning(file, test_platform(), test_plan("fast", 8), test_cpu(26, 2)).choice.empty())
+      << "MI_TUNE_ROWS is a matvec parameter; a decode timing of it is not its measurement";
+  mi_test::write_text(file, measurement("MI_TUNE_ROWS", 8, 26, 2, 2, "fast", 1, "2026-12-01T00:00:00Z") +
+                                measurement("MI_TUNE_ROWS", 4, 26, 2, 2, "fast", 8, "2026-12-02T00:00:00Z", "decode"));
+  const auto found = mi::tune::experience_tuning(file, test_platform(), test_plan("fast", 8), test_cpu(26, 2));
+  EXPECT_EQ(found.choice, (std::map<std::string, int>{{"MI_TUNE_ROWS", 8}})) << "the later decode timing is skipped";
+  EXPECT_EQ(found.report.at("MI_TUNE_ROWS").at("experience").at("date"), "2026-12-01T00:00:00Z");
 }
 
 TEST(TuningExperience, BadTomlNamesTheFile) {
