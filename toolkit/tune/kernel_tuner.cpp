@@ -137,7 +137,8 @@ std::pair<std::string, std::string> untimed_reason(const ckb::TuningParameter& p
   if (param.op == "batch" && batch < param.min_tokens)
     // e.g. MI_TUNE_BATCH_PREFETCH: blocks of fewer tokens read another parameter (row_streams.h).
     return {"the platform declares " + param.parameter + " for decode blocks of at least " + std::to_string(param.min_tokens) +
-                " tokens; this engine decodes at most " + std::to_string(batch) + " at once (max_batch), so it keeps its default",
+                " tokens; this engine decodes at most " + std::to_string(batch) + " at once (max_batch), so it keeps its default "
+                "(only a prefill of that few tokens reads it)",
             "max_batch " + std::to_string(plan.constraints.max_batch)};
   return {};
 }

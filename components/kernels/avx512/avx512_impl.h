@@ -286,22 +286,26 @@ inline void dot_rows(const typename Ops::W* w, size_t ld, const typename Ops::X*
         [&](int r) { dot_block<Ops, 1, T>(w + size_t(r) * ld, ld, ld, xi, y + r, ldy, 1, cols, 0, cols, nullptr); });
     return;
   }
-  // Blocks of R adjacent rows, what comes next prefetched. When the T tokens' activations exceed 16 KiB, they are
-  // walked in column spans of kSpan that a panel of kDotPanel blocks reads while they sit in L1 or L2; across spans
+  // Blocks of R adjacent rows, what comes next prefetched. When the T tokens' activations exceed kWholeRowBytes, they
+  // are walked in column spans of kSpan that a panel of kDotPanel blocks reads while they sit in L1 or L2; across spans
   // each block's accumulators wait in `carry` (dot_block), so the sums are the same whatever the span. Measured on one
   // Zen 5 core, 8 tokens, 3 x 8 accumulators: 1024 x 3072 with 512-column spans 97-113 GFLOP/s, without 87-90;
   // 3072 x 1024 in one span 143-147, in 512-column spans 110-115; 256-column spans 89-96 on both. On AMD Zen 4 (2
   // threads, 28 distinct matrices streamed, medians of 9 alternated rounds) 1024-column spans beat 512 wherever rows
   // are split: 1024 x 3072 fast (VDPBF16PS) T = 6 8.56 -> 7.05 ms, T = 8 10.09 -> 8.17; precise (FMA, f32 tokens)
   // T = 4 8.21 -> 6.80, T = 8 12.50 -> 11.14; 1024 x 2048 precise T = 6/8 7.07/7.68 -> 5.94/6.46; unsplit shapes
-  // unchanged (experience OPT-021). Spans from 16 KiB of activations (was 32 KiB): o_proj's 8 tokens x 2048 bf16
-  // columns (32 KiB) filled two thirds of Zen 5's 48 KiB L1 beside the weight lines streaming through it. AMD Zen 5,
-  // fast, 8 tokens: harness (2 threads, 28 distinct matrices, 3 alternated rounds) o_proj 1024 x 2048 34 -> 38-41
-  // GB/s; engine B = 8 profile, 6 alternated rounds: o_proj 2.80-3.79 ms against 3.07-4.07 (faster in 5 of 6), the
-  // whole step within the host's noise (experience OPT-036). f32 activations (precise, int8) span as before except
-  // 3 to 4 tokens of 2048 columns; not measured.
-  constexpr int kSpan = 1024, kDotPanel = 8;
-  const int span = size_t(T) * size_t(cols) * sizeof(typename Ops::X) <= 16384 ? cols : kSpan;
+  // unchanged (experience OPT-021). bf16 activations (fast numerics) span from 16 KiB (32 KiB before) in panels of 16
+  // blocks (8): o_proj's 8 tokens x 2048 columns (32 KiB) filled two thirds of Zen 5's 48 KiB L1 beside the weight
+  // lines streaming through it, and a 16 KiB span with 16 blocks' carried accumulators (24 KiB at 3 x 8) still fits.
+  // f32 activations (precise, int8) keep 32 KiB and 8 blocks (32 KiB spans + 12 KiB of carry); the new rule was not
+  // measured there.
+  // AMD Zen 5, fast, 8 tokens, engines alternated (`ENGINE bench --parts batch,profile --batch 1,8 --batch-gen 64`):
+  // o_proj at B = 8 faster than with the old rule in 8 of 9 rounds (2.80-3.79 ms against 3.07-4.07), the B = 8 step
+  // faster in 5 of 9; with the 16 KiB spans but 8 blocks, o_proj faster in 4 of 6 (experience OPT-036).
+  constexpr bool kBf16Tokens = sizeof(typename Ops::X) == 2;
+  constexpr int kSpan = 1024, kDotPanel = kBf16Tokens ? 16 : 8;
+  constexpr size_t kWholeRowBytes = kBf16Tokens ? 16384 : 32768;
+  const int span = size_t(T) * size_t(cols) * sizeof(typename Ops::X) <= kWholeRowBytes ? cols : kSpan;
   static_assert(kSpan % (2 * Ops::kStep) == 0, "a span ends on a full step");
   alignas(64) __m512 carry[kDotPanel][T * R];
   int r = 0;
