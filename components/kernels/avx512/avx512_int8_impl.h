@@ -31,9 +31,9 @@ using std::size_t;
 // The dot forms of avx512_impl.h with an int8 step: the weights of one 16-column step sign-extended and converted
 // to f32 (exact), one FMA per (row, token) into one accumulator, the row's sum scaled once at the end. So the int8
 // kernels inherit the dot forms' blocking (R rows x T tokens per block: 4 far-apart row streams for one token, 3 x 8
-// at 8 tokens, every converted weight vector used for all T tokens), their prefetch (MI_TUNE_DOT_PREFETCH, MI_TUNE_BATCH_PREFETCH) and
-// their contract: each token's row of a batched step equals its lone matvec bitwise, so an int8 engine's greedy
-// output does not depend on what a request is batched with. (Before, the batched kernel walked one row x T tokens
+// at 8 tokens, every converted weight vector used for all T tokens), their prefetch (MI_TUNE_DOT_PREFETCH,
+// MI_TUNE_BATCH_PREFETCH) and their contract: each token's row of a batched step equals its lone matvec bitwise, so
+// an int8 engine's greedy output does not depend on what a request is batched with. (Before, the batched kernel walked one row x T tokens
 // with two accumulators each: an 8-token step of the 0.6B engine took 113-114 ms on AMD Zen 4 against 85-92 now;
 // the conversion still keeps it slower than the bf16 fast engine's 56-59.)
 using Int8Dot = avx512_impl::FmaDot<int8_t>;
