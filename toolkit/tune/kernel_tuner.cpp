@@ -116,6 +116,9 @@ std::vector<fs::path> level_sources(const fs::path& components, const std::strin
   return out;
 }
 
+// The most tokens one decode step of the engine computes: its max_batch, within the dot forms' 8.
+int decode_batch(const coverage::Plan& plan) { return std::clamp(plan.constraints.max_batch, 1, 8); }
+
 }  // namespace
 
 std::pair<std::string, std::string> untimed_reason(const ckb::TuningParameter& param, const coverage::Plan& plan) {
@@ -133,7 +136,7 @@ std::pair<std::string, std::string> untimed_reason(const ckb::TuningParameter& p
     return {"the platform declares " + param.parameter + " for " + param.numerics.front() + " numerics only; this engine's " +
                 mode + " kernels do not read it",
             mode + " numerics"};
-  const int batch = std::clamp(plan.constraints.max_batch, 1, 8);
+  const int batch = decode_batch(plan);
   if (param.op == "batch" && batch < param.min_tokens)
     // e.g. MI_TUNE_BATCH_PREFETCH: blocks of fewer tokens read another parameter (row_streams.h).
     return {"the platform declares " + param.parameter + " for decode blocks of at least " + std::to_string(param.min_tokens) +
@@ -144,7 +147,7 @@ std::pair<std::string, std::string> untimed_reason(const ckb::TuningParameter& p
 }
 
 int timing_tokens(const coverage::Plan& plan, const std::string& op, int prefill_tokens) {
-  return op == "matvec" ? 1 : op == "decode" || op == "batch" ? std::clamp(plan.constraints.max_batch, 1, 8) : prefill_tokens;
+  return op == "matvec" ? 1 : op == "decode" || op == "batch" ? decode_batch(plan) : prefill_tokens;
 }
 
 TuneResult tune_kernels(const ckb::Platform& platform, const coverage::Plan& plan, const TuneOptions& o) {

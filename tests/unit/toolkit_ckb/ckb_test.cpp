@@ -94,24 +94,22 @@ TEST(CkbCheck, TuningDtypesTheTimingProgramCannotRunFail) {
 
 // min_tokens is honoured only by a batch-alone timing (op = "batch"), and a decode block has at most 8 tokens.
 TEST(CkbCheck, TuningMinTokensOutsideABatchTimingFail) {
-  mi_test::TempDir dir("ckb-tune-min-tokens");
-  const fs::path ckb = planted(dir, "platforms/x86-64-avx512.toml", "op = \"batch\"\nmin_tokens = 4",
-                               "op = \"decode\"\nmin_tokens = 4");
-  const auto r = metainfer({"ckb", "check", "--ckb", ckb.string()});
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("platforms/x86-64-avx512.toml"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(".min_tokens"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("only op = \"batch\""), std::string::npos) << r.out;
-  mi_test::TempDir dir2("ckb-tune-min-tokens-9");
-  const fs::path ckb2 = planted(dir2, "platforms/x86-64-avx512.toml", "min_tokens = 4", "min_tokens = 9");
-  const auto r2 = metainfer({"ckb", "check", "--ckb", ckb2.string()});
-  EXPECT_EQ(r2.exit_code, 1) << r2.out;
-  EXPECT_NE(r2.out.find("expected 1..8"), std::string::npos) << r2.out;
-  mi_test::TempDir dir3("ckb-tune-min-tokens-0");
-  const fs::path ckb3 = planted(dir3, "platforms/x86-64-avx512.toml", "min_tokens = 4", "min_tokens = 0");
-  const auto r3 = metainfer({"ckb", "check", "--ckb", ckb3.string()});
-  EXPECT_EQ(r3.exit_code, 1) << r3.out;
-  EXPECT_NE(r3.out.find("expected 1..8"), std::string::npos) << r3.out;
+  struct Case {
+    std::string from, to, message;
+  };
+  const std::vector<Case> cases = {{"op = \"batch\"\nmin_tokens = 4", "op = \"decode\"\nmin_tokens = 4", "only op = \"batch\""},
+                                   {"min_tokens = 4", "min_tokens = 9", "expected 1..8"},
+                                   {"min_tokens = 4", "min_tokens = 0", "expected 1..8"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.to);
+    mi_test::TempDir dir("ckb-tune-min-tokens");
+    const fs::path ckb = planted(dir, "platforms/x86-64-avx512.toml", c.from, c.to);
+    const auto r = metainfer({"ckb", "check", "--ckb", ckb.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.out.find("platforms/x86-64-avx512.toml"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(".min_tokens"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(c.message), std::string::npos) << r.out;
+  }
 }
 
 // The block size from which the kernels read MI_TUNE_BATCH_PREFETCH is the min_tokens every platform declares for it,
