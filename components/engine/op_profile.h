@@ -113,11 +113,12 @@ StepProfile profile_steps(M& model, const std::vector<int32_t>& prompt, int max_
   };
   // One unprofiled pass first, then the measured one on a new sequence. The warm-up pages in what the measured pass
   // will touch: the weights (when the profile is the first thing a process runs, an 8-token prefill measured 1.8 s of
-  // page faults, not 0.2 s) and the KV blocks up to the last decode step. A step that opens a block the process never
-  // touched pays for its first touch inside the attention op (experience OPT-033: about 5.5 ms per 3.5 MiB block of
-  // the 0.6B shape on the Zen 5 VM, a quarter of a step), and a 256-token prompt puts the first decode step exactly on
-  // a block boundary. The cache hands the freed blocks out again, last freed first, so the measured pass writes and
-  // reads resident memory.
+  // page faults, not 0.2 s) and the KV blocks up to the last decode step. A step that opens a block group the process
+  // never touched pays for its first touch inside the attention op (experience OPT-033: about 5.5 ms per 3.5 MiB of
+  // the 0.6B shape's KV on the Zen 5 VM; a group of 128 positions is 28 MiB of f32, more than a step), and a 256-token
+  // prompt puts the first decode step exactly on a group boundary. The cache hands the freed blocks out again (a new
+  // sequence starts in the lowest wholly free group: the warm-up's), so the measured pass writes and reads resident
+  // memory.
   for (const bool record : {false, true}) {
     const int s = model.new_sequence();
     try {

@@ -33,6 +33,7 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
 
   blocks_per_sequence_ = (shape.max_context + shape.block_size - 1) / shape.block_size;
   head_block_elements_ = std::size_t(shape.block_size) * std::size_t(shape.head_dim);
+  blocks_per_group_ = std::max(1, kGroupPositions / shape.block_size);
   block_elements_ = std::size_t(shape.layers) * 2 * std::size_t(shape.kv_heads) * head_block_elements_;
   const std::size_t worst_case = std::size_t(shape.max_sequences) * std::size_t(blocks_per_sequence_);
   if (shape.total_blocks < 0)
@@ -67,8 +68,10 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
   sequences_.resize(std::size_t(shape.max_sequences));
   for (auto& s : sequences_) s.blocks.reserve(std::size_t(blocks_per_sequence_));
   free_list_.reserve(total_blocks_);
+  free_slot_.assign(total_blocks_, -1);
+  group_free_.assign((total_blocks_ + std::size_t(blocks_per_group_) - 1) / std::size_t(blocks_per_group_), 0);
   // Stack order: block 0 is handed out first.
-  for (int b = int(total_blocks_) - 1; b >= 0; --b) free_list_.push_back(b);
+  for (int b = int(total_blocks_) - 1; b >= 0; --b) push_free(b);
   refs_.assign(total_blocks_, 0);
 }
 
@@ -101,20 +104,46 @@ void KvCache::release_blocks(Sequence& s) {
   for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) {
     const int b = *it;
     if (--refs_[std::size_t(b)] > 0) continue;
-    if (!sharing_ || !sharing_->keep_unreferenced(b)) free_list_.push_back(b);
+    if (!sharing_ || !sharing_->keep_unreferenced(b)) push_free(b);
   }
   s.blocks.clear();  // keeps capacity
   s.length = 0;
 }
 
-int KvCache::take_block() {
-  int b;
-  if (!free_list_.empty()) {
-    b = free_list_.back();
-    free_list_.pop_back();
-  } else {
-    b = sharing_->reclaim_block();
+void KvCache::push_free(int b) {
+  free_slot_[std::size_t(b)] = int(free_list_.size());
+  free_list_.push_back(b);
+  ++group_free_[std::size_t(b / blocks_per_group_)];
+}
+
+void KvCache::remove_free(int b) {
+  const int slot = free_slot_[std::size_t(b)];
+  const int moved = free_list_.back();  // the stack's top takes the removed block's slot
+  free_list_[std::size_t(slot)] = moved;
+  free_slot_[std::size_t(moved)] = slot;
+  free_list_.pop_back();
+  free_slot_[std::size_t(b)] = -1;
+  --group_free_[std::size_t(b / blocks_per_group_)];
+}
+
+// Keeps each sequence's blocks consecutive within a group where it can (the head runs of the layout): the block
+// after the sequence's last one when that is free and in the same group; else the first block of the lowest group
+// no sequence uses; else the free list's top (the pool is fragmented or nearly full); else one the sharing layer
+// gives up. Any block is correct - this only decides how long the runs attention reads are.
+int KvCache::take_block(const Sequence& s) {
+  int b = -1;
+  if (!s.blocks.empty()) {
+    const int next = s.blocks.back() + 1;
+    if (std::size_t(next) < total_blocks_ && next % blocks_per_group_ != 0 && free_slot_[std::size_t(next)] >= 0)
+      b = next;
   }
+  for (std::size_t g = 0; b < 0 && g < group_free_.size(); ++g) {
+    const std::size_t first = g * std::size_t(blocks_per_group_);
+    if (std::size_t(group_free_[g]) == std::min(std::size_t(blocks_per_group_), total_blocks_ - first)) b = int(first);
+  }
+  if (b < 0 && !free_list_.empty()) b = free_list_.back();
+  if (b >= 0) remove_free(b);
+  else b = sharing_->reclaim_block();
   refs_[std::size_t(b)] = 1;
   return b;
 }
@@ -150,7 +179,7 @@ int KvCache::append(int seq, int tokens) {
     if (refs_[std::size_t(last)] != 1 || (sharing_ && sharing_->frozen(last)))
       fail("KvCache: internal error: sequence ", seq, " would write into shared or cached block ", last);
   }
-  while (s.blocks.size() < blocks_needed) s.blocks.push_back(take_block());
+  while (s.blocks.size() < blocks_needed) s.blocks.push_back(take_block(s));
   const int start = s.length;
   s.length = new_length;
   return start;
@@ -168,7 +197,7 @@ void KvCache::attach_sharing(BlockSharing& sharing) {
 void KvCache::detach_sharing(BlockSharing& sharing) {
   if (sharing_ != &sharing) fail("KvCache: detach_sharing of a layer that is not attached");
   // Blocks still in tables return to the free list when their last sequence lets go, as any block does.
-  while (sharing.reclaimable_blocks() > 0) free_list_.push_back(sharing.reclaim_block());
+  while (sharing.reclaimable_blocks() > 0) push_free(sharing.reclaim_block());
   sharing_ = nullptr;
 }
 
@@ -194,12 +223,17 @@ std::byte* KvCache::row(int seq, int layer, int kind, int kv_head, int pos) cons
       pos >= s.length)
     fail("KvCache: row (layer ", layer, ", kv head ", kv_head, ", position ", pos, ") out of range for sequence ",
          seq, " (layers ", shape_.layers, ", kv heads ", shape_.kv_heads, ", length ", s.length, ")");
-  const int block = s.blocks[std::size_t(pos / shape_.block_size)];
-  const int offset = pos % shape_.block_size;
-  const std::size_t head_index = (std::size_t(layer) * 2 + std::size_t(kind)) * std::size_t(shape_.kv_heads) +
-                                 std::size_t(kv_head);
-  return block_base(block) +
-         (head_index * head_block_elements_ + std::size_t(offset) * std::size_t(shape_.head_dim)) * element_bytes_;
+  const std::size_t block = std::size_t(s.blocks[std::size_t(pos / shape_.block_size)]);
+  const std::size_t offset = std::size_t(pos % shape_.block_size);
+  const std::size_t run = (std::size_t(layer) * 2 + std::size_t(kind)) * std::size_t(shape_.kv_heads) +
+                          std::size_t(kv_head);
+  // The block's group: blocks [first, first + size), the pool's last group possibly shorter.
+  const std::size_t group_blocks = std::size_t(blocks_per_group_);
+  const std::size_t first = block / group_blocks * group_blocks;
+  const std::size_t size = std::min(group_blocks, total_blocks_ - first);
+  const std::size_t head_block = run * size + (block - first);  // in head-block units from the group's start
+  return storage_.get() + (first * block_elements_ + head_block * head_block_elements_ +
+                           offset * std::size_t(shape_.head_dim)) * element_bytes_;
 }
 
 void KvCache::wrong_element_type(KvDtype asked) const {

@@ -5,11 +5,16 @@
 // kv_cache.toml states the accuracy; experience OPT-020 the measurement).
 //
 // Memory is organised in blocks of `block_size` token positions (paged-attention style). A block holds, for every
-// layer, the keys and the values of its block_size positions:
+// layer, the keys and the values of its block_size positions. Physical blocks are stored in groups of G =
+// max(1, kGroupPositions / block_size) consecutive blocks (the pool's last group may be shorter), each group laid out
+// head-run by head-run:
 //
-//   block [layers][2 (0 = key, 1 = value)][kv_heads][block_size][head_dim]   f32 | bf16
+//   group [layers][2 (0 = key, 1 = value)][kv_heads][G blocks][block_size][head_dim]   f32 | bf16
 //
-// so one head's keys of one block are contiguous rows of head_dim elements (what attention reads). Each sequence
+// so one head's keys of one block are contiguous rows of head_dim elements (what attention reads), and the same
+// head's keys of the group's next block follow them: a sequence whose blocks are consecutive in the pool has its
+// keys and values in runs of up to kGroupPositions positions per head instead of one block's. Why: see
+// kGroupPositions. Each sequence
 // has a block table (logical block i -> physical block), so the scheduler hands blocks out on demand; the pool
 // holds total_blocks blocks: by default max_sequences * ceil(max_context / block_size), so every sequence can always
 // reach max_context; fewer (runtime.kv_blocks, at least one whole context) when the scheduler's admission control
@@ -47,6 +52,11 @@ constexpr KvDtype kv_dtype_of() {
   return std::is_same_v<E, float> ? KvDtype::f32 : KvDtype::bf16;
 }
 const char* kv_dtype_name(KvDtype dtype);
+
+// Positions per head run of a block group (see the layout above). A decode step reads each head's keys and values
+// once; with one block per run (G = 1, the layout before) each thread's run of a layer ended after 16 positions and
+// the next began a whole block further on, too short for the prefetchers' ramp.
+constexpr int kGroupPositions = 128;
 
 struct KvCacheShape {
   int layers = 0;
@@ -95,6 +105,8 @@ class KvCache {
   std::size_t free_blocks() const { return free_list_.size() + (sharing_ ? sharing_->reclaimable_blocks() : 0); }
   std::size_t bytes() const { return storage_elements_ * element_bytes_; }
   KvDtype dtype() const { return shape_.dtype; }
+  // Positions per block group (block_size x G, see the layout above): a group's memory becomes resident together.
+  int group_positions() const { return shape_.block_size * blocks_per_group_; }
 
   // A new empty sequence; throws when max_sequences are alive.
   int allocate_sequence();
@@ -168,17 +180,17 @@ class KvCache {
     if (kv_dtype_of<E>() != shape_.dtype) wrong_element_type(kv_dtype_of<E>());
     return reinterpret_cast<E*>(p);
   }
-  std::byte* block_base(int physical_block) const {
-    return storage_.get() + std::size_t(physical_block) * block_elements_ * element_bytes_;
-  }
   void release_blocks(Sequence& s);
-  int take_block();  // free list first, then one the sharing layer gives up; the caller checked free_blocks()
+  int take_block(const Sequence& s);  // the block s appends next; the caller checked free_blocks()
+  void push_free(int block);
+  void remove_free(int block);  // from anywhere in the free list
 
   KvCacheShape shape_;
   int blocks_per_sequence_ = 0;
   std::size_t element_bytes_ = 4;        // 4 (f32) or 2 (bf16)
   std::size_t block_elements_ = 0;       // elements per block
   std::size_t head_block_elements_ = 0;  // block_size * head_dim
+  int blocks_per_group_ = 1;             // max(1, kGroupPositions / block_size)
   std::size_t storage_elements_ = 0;
   // Anonymous memory mapping: the kernel hands out zero pages on first touch, so a never-used block reads as zero,
   // and only the blocks sequences actually fill become resident (a max_context of 4096 no longer costs the whole
@@ -189,6 +201,8 @@ class KvCache {
   std::vector<Sequence> sequences_;
   std::size_t total_blocks_ = 0;
   std::vector<int> free_list_;  // physical blocks no sequence holds and no sharing layer keeps (used as a stack)
+  std::vector<int> free_slot_;  // per physical block: its index in free_list_, -1 when not free
+  std::vector<int> group_free_; // per block group: its blocks in free_list_
   std::vector<int> refs_;       // per physical block: block tables holding it
   BlockSharing* sharing_ = nullptr;  // runtime/prefix_cache.h in engines that have it
 };

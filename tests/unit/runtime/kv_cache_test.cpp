@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 
@@ -179,4 +181,107 @@ TEST(KvCache, FreeReturnsBlocksAndSlots) {
   EXPECT_EQ(cache.free_blocks(), 3u);
   cache.append(b, 10);
   EXPECT_EQ(cache.free_blocks(), 0u);
+}
+
+namespace {
+// Blocks of 64 positions: groups of kGroupPositions / 64 = 2 blocks, so a few blocks span several groups.
+KvCacheShape grouped_shape(int max_sequences, int max_context, int total_blocks) {
+  static_assert(mi::runtime::kGroupPositions == 128, "the block numbers below assume groups of 2 blocks of 64");
+  KvCacheShape s;
+  s.layers = 2;
+  s.kv_heads = 3;
+  s.head_dim = 4;
+  s.max_sequences = max_sequences;
+  s.max_context = max_context;
+  s.block_size = 64;
+  s.total_blocks = total_blocks;
+  return s;
+}
+
+// Writes a distinct tag to every element of every row of each sequence, then reads them all back: no two rows of
+// the pool overlap, and every row lies inside the cache's bytes.
+void expect_rows_distinct(KvCache& cache, const std::vector<int>& seqs) {
+  const auto& sh = cache.shape();
+  const auto tag = [](int seq, int layer, int kind, int head, int pos, int d) {
+    return float((((seq * 4 + layer) * 2 + kind) * 4 + head) * 10000 + pos * 4 + d);  // exact in f32 below 2^24
+  };
+  const float* base = cache.key(seqs[0], 0, 0, 0);
+  for (int seq : seqs)
+    for (int l = 0; l < sh.layers; ++l)
+      for (int h = 0; h < sh.kv_heads; ++h)
+        for (int p = 0; p < cache.length(seq); ++p)
+          base = std::min<const float*>({base, cache.key(seq, l, h, p), cache.value(seq, l, h, p)});
+  for (int seq : seqs)
+    for (int l = 0; l < sh.layers; ++l)
+      for (int h = 0; h < sh.kv_heads; ++h)
+        for (int p = 0; p < cache.length(seq); ++p)
+          for (int kind = 0; kind < 2; ++kind) {
+            float* row = kind == 0 ? cache.key(seq, l, h, p) : cache.value(seq, l, h, p);
+            ASSERT_LE(std::size_t(row - base + sh.head_dim) * sizeof(float), cache.bytes());
+            for (int d = 0; d < sh.head_dim; ++d) row[d] = tag(seq, l, kind, h, p, d);
+          }
+  for (int seq : seqs)
+    for (int l = 0; l < sh.layers; ++l)
+      for (int h = 0; h < sh.kv_heads; ++h)
+        for (int p = 0; p < cache.length(seq); ++p)
+          for (int d = 0; d < sh.head_dim; ++d) {
+            ASSERT_EQ(cache.key(seq, l, h, p)[d], tag(seq, l, 0, h, p, d)) << "seq " << seq << " pos " << p;
+            ASSERT_EQ(cache.value(seq, l, h, p)[d], tag(seq, l, 1, h, p, d)) << "seq " << seq << " pos " << p;
+          }
+}
+}  // namespace
+
+// The layout's point: a sequence's consecutive blocks of one group hold each head's rows as one run (the last row
+// of block 0 is followed by the first of block 1), and each new sequence starts a group of its own while one is
+// free, so its blocks stay consecutive. A group boundary ends the run.
+TEST(KvCache, ASequencesBlocksInOneGroupAreOneRunPerHead) {
+  KvCache cache(grouped_shape(3, 256, 0));  // 3 x 4 blocks = 6 groups of 2
+  EXPECT_EQ(cache.group_positions(), 128);
+  const int a = cache.allocate_sequence(), b = cache.allocate_sequence();
+  cache.append(a, 10);   // block 0 (group 0)
+  cache.append(b, 10);   // not block 1, the free list's top: the first block of the next wholly free group, 2
+  cache.append(a, 100);  // block 1, the one after a's last
+  cache.append(a, 100);  // a's third block: 2 is b's, so the first block of the next free group (4), then 5
+  EXPECT_EQ(std::vector<int>(cache.block_table(a).begin(), cache.block_table(a).end()), (std::vector<int>{0, 1, 4, 5}));
+  EXPECT_EQ(std::vector<int>(cache.block_table(b).begin(), cache.block_table(b).end()), (std::vector<int>{2}));
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 3; ++h) {
+      EXPECT_EQ(cache.key(a, l, h, 64) - cache.key(a, l, h, 63), 4);  // across a block boundary: one run
+      EXPECT_EQ(cache.value(a, l, h, 64) - cache.value(a, l, h, 63), 4);
+      EXPECT_NE(cache.key(a, l, h, 128) - cache.key(a, l, h, 127), 4);  // across groups: not
+    }
+  cache.append(b, 100);  // block 3: the one after b's last, in the same group
+  EXPECT_EQ(cache.block_table(b)[1], 3);
+  expect_rows_distinct(cache, {a, b});
+}
+
+// When no group is wholly free the cache takes any free block (fragmented or nearly full pools still fill up), and a
+// pool whose block count is not a multiple of the group size has a shorter last group whose rows stay inside it.
+TEST(KvCache, AFragmentedPoolStillHandsOutEveryBlock) {
+  KvCache cache(grouped_shape(4, 128, 7));  // groups {0,1} {2,3} {4,5} {6}
+  std::vector<int> seqs;
+  for (int i = 0; i < 4; ++i) {
+    seqs.push_back(cache.allocate_sequence());
+    cache.append(seqs.back(), 1);
+  }
+  std::vector<int> first;
+  for (int s : seqs) first.push_back(cache.block_table(s)[0]);
+  EXPECT_EQ(first, (std::vector<int>{0, 2, 4, 6}));  // one group each while one is free
+  for (int i = 0; i < 3; ++i) cache.append(seqs[std::size_t(i)], 64);  // each takes the block after its first
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(cache.block_table(seqs[std::size_t(i)])[1], first[std::size_t(i)] + 1);
+  EXPECT_EQ(cache.free_blocks(), 0u);
+  EXPECT_THROW(cache.append(seqs[3], 64), mi::Error);
+  expect_rows_distinct(cache, seqs);
+  cache.free_sequence(seqs[1]);  // frees group {2,3}
+  cache.free_sequence(seqs[0]);  // and {0,1}
+  cache.append(seqs[3], 64);     // 6 is the last group's only block: the lowest free group's first block, 0
+  EXPECT_EQ(cache.block_table(seqs[3])[1], 0);
+  const int c = cache.allocate_sequence();
+  cache.append(c, 128);  // group {2,3} is wholly free
+  EXPECT_EQ(std::vector<int>(cache.block_table(c).begin(), cache.block_table(c).end()), (std::vector<int>{2, 3}));
+  const int d = cache.allocate_sequence();
+  cache.append(d, 1);  // no group is wholly free now ({0,1} holds 0): the remaining free block, 1
+  EXPECT_EQ(cache.block_table(d)[0], 1);
+  EXPECT_EQ(cache.free_blocks(), 0u);
+  expect_rows_distinct(cache, {seqs[2], seqs[3], c, d});
 }
