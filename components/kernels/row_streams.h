@@ -61,8 +61,8 @@ inline void prefetch_weights(const void* p) {
 // positions 16.9 -> 11.6 ms; 2 KiB ahead gave 3.8-4.5 ms, 4 KiB 3.2-3.3, 16 KiB 2.8-3.0, PREFETCHT0 at 8 KiB 3.7-3.9.
 // With head_dim 128 the distance is one span: the same head's keys of the next block of its group, which is the
 // sequence's next block when its blocks are consecutive (runtime/kv_cache.h; else whatever follows in the cache, or
-// past its mapping: PREFETCHh never faults). The measurements here predate that layout (the next head of the block). The address is formed as an integer, so
-// no pointer is taken past its allocation. Re-checked on AMD Zen 5 (session 25, 1024 positions, still with the
+// past its mapping: PREFETCHh never faults). The measurements here predate that layout (the distance then reached
+// the next head of the block). The address is formed as an integer, so no pointer is taken past its allocation. Re-checked on AMD Zen 5 (session 25, 1024 positions, still with the
 // column walk): none, 4 KiB and 8 KiB into L1, 16 and 32 KiB into L2 were the same or slower than 8 KiB into L2.
 constexpr std::size_t kKvPrefetchBytes = 8192;
 namespace {  // internal linkage, as prefetch_weights

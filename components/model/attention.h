@@ -58,21 +58,22 @@ void store_kv(runtime::KvCache& cache, int seq, int layer, int first_position, i
   }
 }
 
-// store_kv for a prefill: the tokens split across the pool in runs that end on the cache's block-group boundaries
-// (the start's partial group, then one group's positions per run, the last cut at T), so each thread writes memory
-// of its own: a group's runs share their huge pages (runtime/kv_cache.h). Why: a prefill writes cache memory the
-// process may never have touched, and first touch is the cost (the kernel zeroes each page; in a VM the host may
-// have to back it first), which two threads pay in about half the time; resident memory is written at memcpy speed
-// either way (experience OPT-033). Under two groups the tokens stay on the calling thread: a decode step's or a
-// short chunk's rows are not worth a dispatch. Every row is the same copy or rounding whoever writes it.
+// store_kv for a prefill: the tokens split across the pool in runs that end where the cache's block groups do
+// (positions that are multiples of group_positions(): the start's partial group, then one group per run, the last
+// cut at T). A sequence's blocks are consecutive in their groups wherever the cache could keep them so, and a
+// group's head runs share their huge pages (runtime/kv_cache.h), so each thread then writes memory of its own. Why:
+// a prefill writes cache memory the process may never have touched, and first touch is the cost (the kernel zeroes
+// each page; in a VM the host may have to back it first), which two threads pay in about half the time; resident
+// memory is written at memcpy speed either way (experience OPT-033). Tokens within one group stay on the calling
+// thread (a decode step's, a short prompt's or chunk's). Every row is the same copy or rounding whoever writes it.
 template <class K, class E = float>
 void store_kv(runtime::ThreadPool& pool, runtime::KvCache& cache, int seq, int layer, int first_position, int T,
               const float* k, const float* v, int kv_heads, int head_dim) {
   const int block = std::max(1, cache.group_positions());  // positions per run
-  if (T < 2 * block) return store_kv<K, E>(cache, seq, layer, first_position, T, k, v, kv_heads, head_dim);
   const int head = (block - first_position % block) % block;  // tokens left in the start's group (0: on a boundary)
   const int lead = head > 0 ? 1 : 0;                            // that partial group is run 0, when there is one
-  const int runs = lead + (T - head + block - 1) / block;
+  const int runs = lead + (T - head + block - 1) / block;       // T - head > -block, so the quotient is >= 0
+  if (runs < 2) return store_kv<K, E>(cache, seq, layer, first_position, T, k, v, kv_heads, head_dim);
   const auto run_start = [&](int r) { return r == 0 ? 0 : std::min(T, head + (r - lead) * block); };
   const std::size_t row_floats = std::size_t(kv_heads) * std::size_t(head_dim);
   pool.parallel_for(runs, 1, [&](int r0, int r1) {
@@ -163,9 +164,9 @@ void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, c
 // Starts the read of one head's next span of rows (tokens x head_dim floats) ahead of use: its first kilobyte is
 // prefetched, and the hardware prefetchers carry the rest of the run. They do not follow the jump to the sequence's
 // next KV block where that lies elsewhere in the pool (the next block group, or any block when the pool is
-// fragmented; runtime/kv_cache.h), so without this such a block starts with a stall. (Measured when every block was
-// its own run, 3.5 MiB apart for Qwen3-0.6B's 28 layers:) Measured (Qwen3-0.6B KV shape, 28 layers at 2048 positions, 2 threads, AMD
-// Zen 5, -O3): avx512bf16 29.5-30.6 GB/s with 1 KiB, 26.0-26.9 with the whole 8 KiB span, 26.0 with none;
+// fragmented; runtime/kv_cache.h), so without this such a block starts with a stall. Measured when every block
+// was its own run, 3.5 MiB apart (Qwen3-0.6B KV shape, 28 layers at 2048 positions, 2 threads, AMD Zen 5, -O3):
+// avx512bf16 29.5-30.6 GB/s with 1 KiB, 26.0-26.9 with the whole 8 KiB span, 26.0 with none;
 // avx2 22.7-24.0 vs 20.2-20.5 for the per-head walk without prefetch.
 // A bf16 cache's span (4 KiB at 16 positions x 128) is prefetched whole into L2 instead (experience OPT-026; AMD
 // Zen 4, 2 threads, harness `kvd`, 28 layers, six alternated rounds: B = 1 at 2000 positions 12.7-18.3 -> 9.5-14.1

@@ -57,9 +57,10 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
   // whose weight streams evict the TLB, and a KV block's runs then start with page walks: with 4 KiB pages each 8 KiB
   // head span costs two. Measured on AMD Zen 4 (2 threads, Qwen3-0.6B KV shape, 32 MB read between layers as the
   // linears do, medians): one sequence at 256 positions 3.9-4.0 -> 3.2-3.5 ms per step, 8 sequences at 128
-  // positions 12.5-13.6 -> 10.5-10.9 ms (experience OPT-019). Memory still becomes resident only where a block is
-  // first written, but in whole 2 MiB extents (a partly filled block may cost up to half a block more than with
-  // 4 KiB pages).
+  // positions 12.5-13.6 -> 10.5-10.9 ms (experience OPT-019; measured with one block per group). Memory still
+  // becomes resident only where it is first written, but in whole 2 MiB extents: every huge page of a block group
+  // holds rows of each of its blocks, so writing one block makes the whole group resident (28 MiB of f32 for
+  // Qwen3-0.6B's shape at 128 positions per group); with 4 KiB pages residency follows the blocks written.
 #ifdef MADV_HUGEPAGE
   madvise(mapped, bytes, MADV_HUGEPAGE);
 #endif
@@ -98,8 +99,9 @@ int KvCache::block_refs(int physical_block) const {
   return refs_[std::size_t(physical_block)];
 }
 
-// Last block first: the free list (a stack) hands the sequence's first block out first again, and the sharing layer
-// is offered a chain's blocks from its end (runtime/prefix_cache.h: children are evicted before their parents).
+// Last block first: the sharing layer is offered a chain's blocks from its end (runtime/prefix_cache.h: children are
+// evicted before their parents), and where take_block falls back to the free list's top it gets the sequence's
+// first block again.
 void KvCache::release_blocks(Sequence& s) {
   for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) {
     const int b = *it;
@@ -128,8 +130,11 @@ void KvCache::remove_free(int b) {
 
 // Keeps each sequence's blocks consecutive within a group where it can (the head runs of the layout): the block
 // after the sequence's last one when that is free and in the same group; else the first block of the lowest group
-// no sequence uses; else the free list's top (the pool is fragmented or nearly full); else one the sharing layer
-// gives up. Any block is correct - this only decides how long the runs attention reads are.
+// whose blocks are all on the free list; else the free list's top (the pool is fragmented or nearly full); else one
+// the sharing layer gives up. Any block is correct - this only decides how long the runs attention reads are.
+// Blocks the sharing layer keeps are not on the free list, so a group holding one is never wholly free: a serving
+// pool whose free list the prefix cache has emptied hands out reclaimed blocks in its LRU order, as before the
+// groups, and their runs are single blocks (not measured; experience OPT-037).
 int KvCache::take_block(const Sequence& s) {
   int b = -1;
   if (!s.blocks.empty()) {

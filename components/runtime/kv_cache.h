@@ -13,10 +13,9 @@
 //
 // so one head's keys of one block are contiguous rows of head_dim elements (what attention reads), and the same
 // head's keys of the group's next block follow them: a sequence whose blocks are consecutive in the pool has its
-// keys and values in runs of up to kGroupPositions positions per head instead of one block's. Why: see
-// kGroupPositions (experience OPT-037). Each sequence
-// has a block table (logical block i -> physical block), so the scheduler hands blocks out on demand; the pool
-// holds total_blocks blocks: by default max_sequences * ceil(max_context / block_size), so every sequence can always
+// keys and values in runs of max(kGroupPositions, block_size) positions per head instead of one block's. Why: see
+// kGroupPositions (experience OPT-037). Each sequence has a block table (logical block i -> physical block), so the
+// scheduler hands blocks out on demand; the pool holds total_blocks blocks: by default max_sequences * ceil(max_context / block_size), so every sequence can always
 // reach max_context; fewer (runtime.kv_blocks, at least one whole context) when the scheduler's admission control
 // keeps the sequences within the pool. All bookkeeping storage is reserved at construction: allocate/append/free
 // never allocate.
@@ -197,16 +196,17 @@ class KvCache {
   int blocks_per_group_ = 1;             // max(1, kGroupPositions / block_size)
   std::size_t storage_elements_ = 0;
   // Anonymous memory mapping: the kernel hands out zero pages on first touch, so a never-used block reads as zero,
-  // and only the blocks sequences actually fill become resident (a max_context of 4096 no longer costs the whole
+  // and only the memory of blocks sequences actually fill becomes resident (with huge pages, whole block groups:
+  // kv_cache.cpp, the constructor) (a max_context of 4096 no longer costs the whole
   // cache in RSS and start-up time to zero it). A recycled block keeps its old contents; attention reads only
   // positions written for the current sequence. Without MAP_NORESERVE the mapping is charged against the
   // system's commit limit, so under strict overcommit an oversized cache fails here, at construction.
   std::unique_ptr<std::byte[], UnmapCache> storage_;
   std::vector<Sequence> sequences_;
   std::size_t total_blocks_ = 0;
-  std::vector<int> free_list_;  // physical blocks no sequence holds and no sharing layer keeps (used as a stack)
-  std::vector<int> free_slot_;  // per physical block: its index in free_list_, -1 when not free
-  std::vector<int> group_free_; // per block group: its blocks in free_list_
+  std::vector<int> free_list_;   // physical blocks no sequence holds and no sharing layer keeps (top: back())
+  std::vector<int> free_slot_;   // per physical block: its index in free_list_, -1 when not free
+  std::vector<int> group_free_;  // per block group: its blocks in free_list_
   std::vector<int> refs_;       // per physical block: block tables holding it
   BlockSharing* sharing_ = nullptr;  // runtime/prefix_cache.h in engines that have it
 };

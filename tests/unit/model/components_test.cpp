@@ -441,25 +441,28 @@ TYPED_TEST(AttentionLevels, Bf16CacheEqualsF32CacheOfTheRoundedValues) {
   EXPECT_THROW(bf16_reads_f32_cache(), mi::Error);
 }
 
-// The prefill's store_kv, its tokens split across the pool in runs that end on KV block boundaries, writes every key
-// and value row exactly as the one-thread store_kv does (f32 copies and bf16 roundings), whatever the pool size, the
-// start position (inside a block or on its boundary) and the token count (under two blocks it stays on one thread).
+// The prefill's store_kv, its tokens split across the pool in runs that end on KV block-group boundaries, writes every
+// key and value row exactly as the one-thread store_kv does (f32 copies and bf16 roundings), whatever the pool size,
+// the block size (groups of 8, 2 and 1 blocks), the start position (inside a group or on its boundary) and the token
+// count (within one group it stays on one thread; 255-300 tokens cross one or two boundaries).
 TEST(Attention, PooledStoreKvEqualsTheOneThreadStore) {
   using K = mi::kernels::Scalar;
-  const int layers = 2, kv_heads = 2, head_dim = 24;
+  const int layers = 2, kv_heads = 2, head_dim = 24, max_context = 600;
+  static_assert(mi::runtime::kGroupPositions == 128, "the start positions below sit on and off 128-position groups");
   const std::size_t row = std::size_t(kv_heads) * head_dim;
-  for (int block : {4, 16})
+  for (int block : {16, 64, 256})
     for (int threads : {1, 2, 3})
-      for (int first : {0, 3, 16, 17})
-        for (int T : {1, 7, 8, 31, 45, 64}) {
+      for (int first : {0, 3, 128, 130})
+        for (int T : {1, 7, 64, 255, 256, 300}) {
           ThreadPool pool(threads);
           const auto k = mi_test::random_floats(std::size_t(T) * row, 40 + T);
           const auto v = mi_test::random_floats(std::size_t(T) * row, 80 + T);
           const auto check = [&](auto element) {
             using E = decltype(element);
             const auto dtype = mi::runtime::kv_dtype_of<E>();
-            mi::runtime::KvCache pooled({layers, kv_heads, head_dim, 1, 128, block, 0, dtype});
-            mi::runtime::KvCache alone({layers, kv_heads, head_dim, 1, 128, block, 0, dtype});
+            mi::runtime::KvCache pooled({layers, kv_heads, head_dim, 1, max_context, block, 0, dtype});
+            mi::runtime::KvCache alone({layers, kv_heads, head_dim, 1, max_context, block, 0, dtype});
+            ASSERT_EQ(pooled.group_positions(), std::max(block, mi::runtime::kGroupPositions));
             const int a = pooled.allocate_sequence(), b = alone.allocate_sequence();
             pooled.append(a, first + T);
             alone.append(b, first + T);
