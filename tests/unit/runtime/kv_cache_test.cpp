@@ -285,3 +285,17 @@ TEST(KvCache, AFragmentedPoolStillHandsOutEveryBlock) {
   EXPECT_EQ(cache.free_blocks(), 0u);
   expect_rows_distinct(cache, {seqs[2], seqs[3], c, d});
 }
+
+// A sequence whose group is full starts the lowest wholly free group, even where the block after its last one (the
+// first of the next group) is free: runs end at a group's edge either way, and lower groups keep the pool's resident
+// memory compact.
+TEST(KvCache, ASequenceLeavingAFullGroupStartsTheLowestFreeGroup) {
+  KvCache cache(grouped_shape(2, 256, 8));  // groups {0,1} {2,3} {4,5} {6,7}
+  const int a = cache.allocate_sequence(), b = cache.allocate_sequence();
+  cache.append(a, 1);    // 0
+  cache.append(b, 128);  // 2, 3
+  cache.free_sequence(a);  // group {0,1} wholly free again
+  cache.append(b, 64);   // block 4 follows b's last and is free, but lies in the next group: the lowest free group's 0
+  EXPECT_EQ(std::vector<int>(cache.block_table(b).begin(), cache.block_table(b).end()), (std::vector<int>{2, 3, 0}));
+  expect_rows_distinct(cache, {b});
+}
