@@ -187,10 +187,7 @@ namespace {
 // Blocks of 64 positions: groups of kGroupPositions / 64 = 2 blocks, so a few blocks span several groups.
 KvCacheShape grouped_shape(int max_sequences, int max_context, int total_blocks) {
   static_assert(mi::runtime::kGroupPositions == 128, "the block numbers below assume groups of 2 blocks of 64");
-  KvCacheShape s;
-  s.layers = 2;
-  s.kv_heads = 3;
-  s.head_dim = 4;
+  KvCacheShape s = small_shape();  // its layers, heads and head_dim
   s.max_sequences = max_sequences;
   s.max_context = max_context;
   s.block_size = 64;
