@@ -53,17 +53,19 @@ inline void prefetch_weights(const void* p) {
 }  // namespace
 
 // How far ahead the attention kernels (AVX-512 and AVX2 levels) prefetch the key and value rows they stream, into
-// L2 (PREFETCHT1; one prefetch per cache line read, kKvPrefetchBytes further on; experience OPT-018). A decode step reads each head's keys and values once,
-// in runs of a KV block (16 positions x head_dim f32 = 8 KiB per head for Qwen3-0.6B) that the hardware prefetchers
-// pick up too late (and, when this was measured, the scores kernel walked its 16 rows column by column). Measured on AMD
-// Zen 4 (EPYC, 2 threads, the Qwen3-0.6B KV shape: 28 layers x 8 KV heads x 128, f32, blocks of 16 positions, one
+// L2 (PREFETCHT1; one prefetch per cache line read, kKvPrefetchBytes further on; experience OPT-018). A decode step
+// reads each head's keys and values once, when this was measured in runs of a KV block (16 positions x head_dim f32 =
+// 8 KiB per head for Qwen3-0.6B; now runs of a block group, runtime/kv_cache.h) that the hardware prefetchers
+// pick up too late (and, when this was measured, the scores kernel walked its 16 rows column by column). Measured on
+// AMD Zen 4 (EPYC, 2 threads, the Qwen3-0.6B KV shape: 28 layers x 8 KV heads x 128, f32, blocks of 16 positions, one
 // decode query per head pair, medians of 40 steps): 256 positions 4.0-5.2 -> 2.1-2.8 ms (14 -> 21-27 GB/s), 1024
 // positions 16.9 -> 11.6 ms; 2 KiB ahead gave 3.8-4.5 ms, 4 KiB 3.2-3.3, 16 KiB 2.8-3.0, PREFETCHT0 at 8 KiB 3.7-3.9.
 // With head_dim 128 the distance is one span: the same head's keys of the next block of its group, which is the
 // sequence's next block when its blocks are consecutive (runtime/kv_cache.h; else whatever follows in the cache, or
 // past its mapping: PREFETCHh never faults). The measurements here predate that layout (the distance then reached
-// the next head of the block). The address is formed as an integer, so no pointer is taken past its allocation. Re-checked on AMD Zen 5 (session 25, 1024 positions, still with the
-// column walk): none, 4 KiB and 8 KiB into L1, 16 and 32 KiB into L2 were the same or slower than 8 KiB into L2.
+// the next head of the block). The address is formed as an integer, so no pointer is taken past its allocation.
+// Re-checked on AMD Zen 5 (session 25, 1024 positions, still with the column walk): none, 4 KiB and 8 KiB into L1,
+// 16 and 32 KiB into L2 were the same or slower than 8 KiB into L2.
 constexpr std::size_t kKvPrefetchBytes = 8192;
 namespace {  // internal linkage, as prefetch_weights
 inline void prefetch_kv(const void* row) {

@@ -61,7 +61,10 @@ void store_kv(runtime::KvCache& cache, int seq, int layer, int first_position, i
 // store_kv for a prefill: the tokens split across the pool in runs that end where the cache's block groups do
 // (positions that are multiples of group_positions(): the start's partial group, then one group per run, the last
 // cut at T). A sequence's blocks are consecutive in their groups wherever the cache could keep them so, and a
-// group's head runs share their huge pages (runtime/kv_cache.h), so each thread then writes memory of its own. Why:
+// group's head runs share their huge pages (runtime/kv_cache.h), so each thread then mostly writes memory of its own
+// (not where the sequence's first block did not start a group - adopted prefix blocks, a fragmented pool - and the
+// mapping is not 2 MiB aligned, so a huge page may straddle two groups; a start inside a group puts that partial
+// run, usually resident already, on the calling thread and the fresh groups on the others). Why:
 // a prefill writes cache memory the process may never have touched, and first touch is the cost (the kernel zeroes
 // each page; in a VM the host may have to back it first), which two threads pay in about half the time; resident
 // memory is written at memcpy speed either way (experience OPT-033). Tokens within one group stay on the calling

@@ -13,10 +13,11 @@
 //
 // so one head's keys of one block are contiguous rows of head_dim elements (what attention reads), and the same
 // head's keys of the group's next block follow them: a sequence whose blocks are consecutive in the pool has its
-// keys and values in runs of max(kGroupPositions, block_size) positions per head instead of one block's. Why: see
-// kGroupPositions (experience OPT-037). Each sequence has a block table (logical block i -> physical block), so the
-// scheduler hands blocks out on demand; the pool holds total_blocks blocks: by default max_sequences * ceil(max_context / block_size), so every sequence can always
-// reach max_context; fewer (runtime.kv_blocks, at least one whole context) when the scheduler's admission control
+// keys and values in runs of group_positions() = block_size x G positions per head (128 where block_size divides
+// 128) instead of one block's. Why: see kGroupPositions (experience OPT-037). Each sequence has a block table
+// (logical block i -> physical block), so the scheduler hands blocks out on demand; the pool holds total_blocks
+// blocks: by default max_sequences * ceil(max_context / block_size), so every sequence can always reach max_context;
+// fewer (runtime.kv_blocks, at least one whole context) when the scheduler's admission control
 // keeps the sequences within the pool. All bookkeeping storage is reserved at construction: allocate/append/free
 // never allocate.
 //

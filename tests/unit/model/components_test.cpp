@@ -444,7 +444,8 @@ TYPED_TEST(AttentionLevels, Bf16CacheEqualsF32CacheOfTheRoundedValues) {
 // The prefill's store_kv, its tokens split across the pool in runs that end on KV block-group boundaries, writes every
 // key and value row exactly as the one-thread store_kv does (f32 copies and bf16 roundings), whatever the pool size,
 // the block size (groups of 8, 2 and 1 blocks), the start position (inside a group or on its boundary) and the token
-// count (within one group it stays on one thread; 255-300 tokens cross one or two boundaries).
+// count (within one group it stays on one thread; 255-300 tokens cross one or two boundaries, except from a group's
+// start with blocks of 256, where 255 and 256 tokens stay within one group).
 TEST(Attention, PooledStoreKvEqualsTheOneThreadStore) {
   using K = mi::kernels::Scalar;
   const int layers = 2, kv_heads = 2, head_dim = 24, max_context = 600;

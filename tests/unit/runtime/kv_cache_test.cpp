@@ -284,8 +284,8 @@ TEST(KvCache, AFragmentedPoolStillHandsOutEveryBlock) {
 }
 
 // A sequence whose group is full starts the lowest wholly free group, even where the block after its last one (the
-// first of the next group) is free: runs end at a group's edge either way, and lower groups keep the pool's resident
-// memory compact.
+// first of the next group) is free: runs end at a group's edge either way, and the lowest free group is the one most
+// likely resident already (here group 0, written by a).
 TEST(KvCache, ASequenceLeavingAFullGroupStartsTheLowestFreeGroup) {
   KvCache cache(grouped_shape(2, 256, 8));  // groups {0,1} {2,3} {4,5} {6,7}
   const int a = cache.allocate_sequence(), b = cache.allocate_sequence();
