@@ -168,7 +168,11 @@ CommandLine parse_command_line(const EngineInfo& info, bool chat_available, cons
   gen->add_flag("--chat", o.chat_format,
                 std::string("wrap --prompt as a user message in the model's chat template") +
                     (chat_available ? "" : " (not in this engine: generated without runtime.chat)"));
-  gen->add_flag("--json", o.json, "print one JSON object with ids, text, finish reason and timings");
+  CLI::Option* gen_json = gen->add_flag("--json", o.json, "print one JSON object with ids, text, finish reason and timings");
+  gen->add_flag("--mark-prompt-start", o.mark_prompt_start,
+                "write '@' to stdout (flushed, before any output) when the model is loaded and the prompt starts: "
+                "where a client's TTFT counts from (metainfer bench)")
+      ->excludes(gen_json);
 
   CLI::App* chat = app.add_subcommand("chat", std::string("interactive multi-turn chat on stdin/stdout (/exit or EOF ends it)") +
                                                   (chat_available ? "" : " (not in this engine: generated without runtime.chat)"));
@@ -366,6 +370,13 @@ PreparedGeneration prepare_generation(const EngineInfo& info, const Options& o, 
 GenerationCallbacks streaming_callbacks(const Options& o, bool tokenizer, std::ostream& out) {
   GenerationCallbacks callbacks;
   if (o.json) return callbacks;
+  if (o.mark_prompt_start) {
+    callbacks.on_prompt_start = [&out] {
+      errno = 0;
+      out << '@' << std::flush;
+      check_output(out, errno);
+    };
+  }
   if (tokenizer) {
     callbacks.on_text = [&out](std::string_view text) {
       errno = 0;

@@ -165,6 +165,7 @@ struct Options {
   int threads = 0;
   int prefill_chunk = 0;  // 0: the engine's compiled default (runtime.chunked_prefill, else the whole prompt)
   bool json = false;
+  bool mark_prompt_start = false;  // generate: one '@' record on stdout when the prompt starts (metainfer bench)
   std::string logits_out;  // score: where the logits go
 };
 

@@ -20,6 +20,8 @@ GenerationResult generate_on(GenerationModel& model, const tok::Tokenizer* token
   if (limits.prefill_chunk < 0) fail("generate: prefill_chunk must be >= 0 (0 = whole prompt), got ", limits.prefill_chunk);
   if (!request.stop.empty() && !tokenizer) fail("stop strings need a tokenizer (the checkpoint has no tokenizer.json)");
 
+  if (callbacks.on_prompt_start) callbacks.on_prompt_start();
+
   GenerationResult result;
   result.prompt_ids = request.prompt_ids;
   if (request.max_new_tokens == 0) {

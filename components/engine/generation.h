@@ -49,6 +49,7 @@ struct GenerationResult {
 };
 
 struct GenerationCallbacks {
+  std::function<void()> on_prompt_start;              // once, when an accepted request starts (where ttft_ms counts from)
   std::function<void(int32_t token)> on_token;        // every sampled token, in order
   std::function<void(std::string_view text)> on_text;  // final text as it becomes final
 };

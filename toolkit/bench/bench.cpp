@@ -57,13 +57,18 @@ class Progress {
 
 double run_weight(int prompt, int gen) { return 2.0 + gen + prompt / 16.0; }
 
-// One run's metrics (README "Benchmarks"). startup_s: the best first-token time of a 1-token prompt.
+// Where a run's TTFT and latency count from (README "Benchmarks"): its own prompt-start mark, or for an engine
+// without one the best first-token time of a 1-token prompt (startup_s).
+double run_origin(const EngineRun& r, double startup_s) { return r.prompt_start_s >= 0 ? r.prompt_start_s : startup_s; }
+
+// One run's metrics (README "Benchmarks").
 std::map<std::string, double> run_metrics(const EngineRun& r, int prompt, int gen, double startup_s) {
   std::map<std::string, double> m;
   const double first = r.arrivals_s.front(), last = r.arrivals_s.back();
   const int n = int(r.arrivals_s.size());
-  const double ttft_s = std::max(0.0, first - startup_s);
-  const double latency_s = std::max(last - startup_s, 1e-9);
+  const double origin = run_origin(r, startup_s);
+  const double ttft_s = std::max(0.0, first - origin);
+  const double latency_s = std::max(last - origin, 1e-9);
   m["ttft_ms"] = ttft_s * 1e3;
   m["latency_ms"] = latency_s * 1e3;
   m["peak_rss_mb"] = double(r.peak_rss_kb) / 1024.0;
@@ -221,8 +226,9 @@ json run_bench(const BenchOptions& o) {
   if (chunk_study) total += chunks.size() * (o.warmup + o.runs) * run_weight(chunk_prompt, 1);
   Progress progress(o.progress, total);
 
-  // 2. Start-up: process start, mapping the weights and one 1-token step, the best of several runs.
-  std::vector<double> startup_samples;
+  // 2. Start-up: process start, mapping the weights and one 1-token step, the best of several runs (what TTFT
+  // subtracts for an engine without a prompt-start mark), and the time to the mark (loading alone).
+  std::vector<double> startup_samples, load_samples;
   for (int i = 0; i < o.warmup + startup_runs; ++i) {
     const bool warm = i < o.warmup;
     progress.line("start-up (1-token prompt, 1 new token) " + std::string(warm ? "warm-up" : "run " + std::to_string(i - o.warmup + 1) + "/" + std::to_string(startup_runs)),
@@ -231,6 +237,7 @@ json run_bench(const BenchOptions& o) {
     progress.done();
     if (!r.error.empty()) throw EngineFailure("the engine failed on a 1-token prompt (" + r.command + "): " + r.error);
     if (!warm) startup_samples.push_back(r.arrivals_s.front());
+    if (!warm && r.prompt_start_s >= 0) load_samples.push_back(r.prompt_start_s);
   }
   const double startup_s = *std::min_element(startup_samples.begin(), startup_samples.end());
 
@@ -265,7 +272,8 @@ json run_bench(const BenchOptions& o) {
         ours.push_back(run_metrics(r, c.prompt_tokens, c.gen_tokens, startup_s));
         if (std::isnan(ours.back()["prefill_tok_s"])) ++below_noise;
         if (std::isnan(ours.back()["decode_tok_s"])) ++unresolved;
-        run_log.push_back({{"first_token_s", r.arrivals_s.front()}, {"last_token_s", r.arrivals_s.back()},
+        run_log.push_back({{"prompt_start_s", r.prompt_start_s >= 0 ? json(r.prompt_start_s) : json(nullptr)},
+                           {"first_token_s", r.arrivals_s.front()}, {"last_token_s", r.arrivals_s.back()},
                            {"tokens", r.arrivals_s.size()}, {"wall_s", r.wall_s}, {"peak_rss_kb", r.peak_rss_kb}});
       }
       if (with_baseline) {
@@ -418,7 +426,7 @@ json run_bench(const BenchOptions& o) {
           break;
         }
         if (!warm) {
-          const double ttft_s = std::max(0.0, r.arrivals_s.front() - startup_s);
+          const double ttft_s = std::max(0.0, r.arrivals_s.front() - run_origin(r, startup_s));
           runs.push_back({{"ttft_ms", ttft_s * 1e3}, {"peak_rss_mb", double(r.peak_rss_kb) / 1024.0},
                           {"prefill_tok_s", ttft_s > 0 ? chunk_prompt / ttft_s : kNaN}});
         }
@@ -453,11 +461,15 @@ json run_bench(const BenchOptions& o) {
   report["settings"] = {{"matrix", o.matrix.name},  {"prompts", o.matrix.prompts}, {"gens", o.matrix.gens},
                         {"runs", o.runs},           {"warmup", o.warmup},         {"threads", threads},
                         {"baseline_cmd", with_baseline ? json(o.baseline_cmd) : json(nullptr)}};
-  report["startup_ms"] = {{"best", startup_s * 1e3}, {"samples", [&] {
-                            json s = json::array();
-                            for (double v : startup_samples) s.push_back(v * 1e3);
-                            return s;
-                          }()}};
+  const auto ms_list = [](const std::vector<double>& v) {
+    json s = json::array();
+    for (double x : v) s.push_back(x * 1e3);
+    return s;
+  };
+  report["startup_ms"] = {{"best", startup_s * 1e3}, {"samples", ms_list(startup_samples)}, {"load_samples", ms_list(load_samples)}};
+  // What TTFT and latency count from: every run's own mark, or (an engine without --mark-prompt-start) the best
+  // start-up above, so a short prompt's TTFT can vanish in start-up noise (runs_ttft_below_startup_noise).
+  report["ttft_origin"] = runner.mark_prompt_start() ? "prompt_start_mark" : "best_startup";
   report["cells"] = cell_reports;
   report["llama_bench"] = llama_rows;
   report["supplementary"] = supplementary;

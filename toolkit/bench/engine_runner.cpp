@@ -19,7 +19,9 @@ namespace fs = std::filesystem;
 void IdStreamClock::feed(double t_s, std::string_view chunk) {
   for (char ch : chunk) {
     if (done_) return;
-    if (ch >= '0' && ch <= '9') {
+    if (ch == '@' && arrivals_.empty() && prompt_start_ < 0) {
+      prompt_start_ = t_s;
+    } else if (ch >= '0' && ch <= '9') {
       if (!in_id_) arrivals_.push_back(t_s);
       in_id_ = true;
     } else {
@@ -52,17 +54,24 @@ EngineRunner::~EngineRunner() {
   fs::remove_all(view_, ec);
 }
 
-EngineRun EngineRunner::run(int prompt_tokens, int gen_tokens, int prefill_chunk) const {
+EngineRun EngineRunner::run(int prompt_tokens, int gen_tokens, int prefill_chunk) {
   std::vector<std::string> argv = {binary_.string(), "generate", "--model", view_.string(), "--prompt-ids",
                                    prompts::ids_text(prompts::golden_prompt(0, prompt_tokens, vocab_)), "--max-new-tokens",
                                    std::to_string(gen_tokens), "--threads", std::to_string(threads_)};
   if (prefill_chunk > 0) argv.insert(argv.end(), {"--prefill-chunk", std::to_string(prefill_chunk)});
+  if (mark_) argv.push_back("--mark-prompt-start");
   IdStreamClock clock;
   process::RunOptions options;
   options.timeout_s = timeout_s_;
   const process::RunResult r =
       process::run_streaming(argv, [&](double t, std::string_view chunk) { clock.feed(t, chunk); }, options);
+  // An older engine's command line (CLI11) names the flag it does not know; run it the old way from now on.
+  if (mark_ && r.exit_code != 0 && !r.timed_out && r.err.find("--mark-prompt-start") != std::string::npos) {
+    mark_ = false;
+    return run(prompt_tokens, gen_tokens, prefill_chunk);
+  }
   EngineRun run;
+  run.prompt_start_s = clock.prompt_start();
   run.exit_code = r.exit_code;
   run.timed_out = r.timed_out;
   run.arrivals_s = clock.arrivals();
@@ -77,6 +86,8 @@ EngineRun EngineRunner::run(int prompt_tokens, int gen_tokens, int prefill_chunk
   else if (int(run.arrivals_s.size()) != gen_tokens)
     run.error = "the engine printed " + std::to_string(run.arrivals_s.size()) + " ids, expected " +
                 std::to_string(gen_tokens) + ": " + process::tail(r.out, 300);
+  else if (mark_ && run.prompt_start_s < 0)
+    run.error = "the engine accepted --mark-prompt-start but wrote no '@' before its first id: " + process::tail(r.out, 300);
   return run;
 }
 

@@ -1,5 +1,6 @@
 #include "bench/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -67,8 +68,17 @@ std::string to_markdown(const json& r) {
      << s["threads"] << "\n";
   md << "- workload: matrix `" << s["matrix"].get<std::string>() << "`, " << s["runs"] << " measured run(s) per cell after "
      << s["warmup"] << " warm-up run(s); mean ± sample stddev\n";
-  md << "- start-up (subtracted from TTFT and latency): " << format_number(r["startup_ms"]["best"].get<double>())
-     << " ms, the best first-token time of " << r["startup_ms"]["samples"].size() << " runs of a 1-token prompt\n\n";
+  if (r.value("ttft_origin", "") == "prompt_start_mark") {
+    const json& loads = r["startup_ms"]["load_samples"];
+    const double best_load = loads.empty() ? 0.0 : std::min_element(loads.begin(), loads.end())->get<double>();
+    md << "- TTFT and latency count from each run's prompt-start mark (the engine's '@' once its model is loaded; best "
+       << format_number(best_load) << " ms after the fork over " << loads.size()
+       << " runs of a 1-token prompt): no figure includes start-up\n\n";
+  } else {
+    md << "- start-up (subtracted from TTFT and latency; the engine has no prompt-start mark): "
+       << format_number(r["startup_ms"]["best"].get<double>()) << " ms, the best first-token time of "
+       << r["startup_ms"]["samples"].size() << " runs of a 1-token prompt\n\n";
+  }
 
   md << "## Machine limits (measured by the harness)\n\n| limit | value | how |\n|---|---:|---|\n";
   const json& bw = l["read_bandwidth"];

@@ -88,6 +88,20 @@ TEST(EngineCli, PlainOutputPrintsIdsWithoutTokenizer) {
   EXPECT_EQ(r.out, join_ids(p0.greedy_ids) + "\n");
 }
 
+// metainfer bench's TTFT origin: one '@' before the ids, nothing else changed; not for a rejected request.
+TEST(EngineCli, MarkPromptStartWritesOneAtBeforeTheIds) {
+  const TracePrompt p0 = trace_prompt("p0");
+  const CliRun r = run_cli(test_engine_info(), {"generate", "--model", kGolden.string(), "--prompt-ids",
+                                                join_ids(p0.prompt_ids), "--max-new-tokens", "32", "--mark-prompt-start"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "@" + join_ids(p0.greedy_ids) + "\n");
+  const CliRun rejected = run_cli(test_engine_info(), {"generate", "--model", kGolden.string(), "--prompt-ids",
+                                                       "1,2,3,4,5,6,7,8,9,10", "--max-new-tokens", "250",
+                                                       "--mark-prompt-start"});
+  EXPECT_EQ(rejected.code, 2);
+  EXPECT_EQ(rejected.out.find('@'), std::string::npos) << rejected.out;
+}
+
 TEST(EngineCli, ChunkedPrefillGivesTheSameGreedyIds) {
   const TracePrompt p2 = trace_prompt("p2");  // 150 prompt tokens
   mi::engine::EngineInfo info = test_engine_info();
@@ -213,6 +227,7 @@ TEST(EngineCli, BadInputExitsTwoWithAMessage) {
       {{"generate", "--model", model, "--prompt-ids", "1", "--max-new-tokens=-1"}, "--max-new-tokens"},
       {{"generate", "--model", model, "--prompt-ids", "1", "--threads", "0"}, "--threads"},
       {{"generate", "--model", model, "--prompt-ids", "1", "--mode", "turbo"}, "--mode"},
+      {{"generate", "--model", model, "--prompt-ids", "1", "--json", "--mark-prompt-start"}, "--mark-prompt-start"},
       {{"generate", "--model", model, "--prompt-ids", "1,2,3,4,5,6,7,8,9,10", "--max-new-tokens", "250"},
        "prompt of 10 tokens + --max-new-tokens 250 = 260 tokens exceeds the engine's max_context of 256"},
       {{"generate", "--model", "/nonexistent/model", "--prompt-ids", "1"}, "is not a directory"},

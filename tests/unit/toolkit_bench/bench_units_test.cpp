@@ -10,10 +10,12 @@
 #include "bench/report.h"
 #include "bench/workload.h"
 #include "common/error.h"
+#include "generator/manifest.h"
 #include "platform/bandwidth.h"
 #include "platform/cpu_info.h"
 #include "prompts/token_prompts.h"
 #include "process/streaming.h"
+#include "../toolkit_support.h"
 
 namespace {
 using namespace mi::bench;
@@ -197,6 +199,65 @@ TEST(EngineRunner, IdStreamClockCountsTokensAcrossChunks) {
   c.feed(3.0, ",");
   c.feed(4.0, "5,6\n7");  // nothing after the newline counts
   EXPECT_EQ(c.arrivals(), (std::vector<double>{1.0, 2.0, 4.0, 4.0}));
+}
+
+TEST(EngineRunner, IdStreamClockTakesAnAtBeforeTheFirstIdAsThePromptStart) {
+  IdStreamClock c;
+  EXPECT_LT(c.prompt_start(), 0);
+  c.feed(0.5, "@");
+  c.feed(0.9, "7");
+  c.feed(1.0, "@,8\n");  // an '@' after the first id is not a mark
+  EXPECT_DOUBLE_EQ(c.prompt_start(), 0.5);
+  EXPECT_EQ(c.arrivals(), (std::vector<double>{0.9, 1.0}));
+  IdStreamClock late;
+  late.feed(1.0, "3,");
+  late.feed(2.0, "@4\n");
+  EXPECT_LT(late.prompt_start(), 0);
+  EXPECT_EQ(late.arrivals(), (std::vector<double>{1.0, 2.0}));
+}
+
+// Stand-in engines (shell scripts) for the runner's handling of the prompt-start mark: one that writes it, an older
+// one whose command line rejects the flag (the runner retries without it, for good), and one that accepts the flag
+// but writes no mark (an error, not a silently different TTFT).
+TEST(EngineRunner, PromptStartMarkAndTheFallbackForEnginesWithoutIt) {
+  mi_test::TempDir dir("runner");
+  const auto checkpoint = dir.path() / "ckpt";
+  std::filesystem::create_directories(checkpoint);
+  mi::generator::write_file(checkpoint / "config.json", "{\"vocab_size\": 100, \"eos_token_id\": 2}\n");
+  const auto script = [&](const std::string& name, const std::string& body) {
+    const auto p = dir.path() / name;
+    mi::generator::write_file(p, "#!/bin/sh\n" + body);
+    std::filesystem::permissions(p, std::filesystem::perms::owner_all);
+    return p;
+  };
+  const std::string has_flag = "case \" $* \" in *' --mark-prompt-start '*) F=1;; *) F=0;; esac\n";
+  {
+    EngineRunner runner(script("marks", has_flag + "[ $F = 1 ] && printf @ && sleep 0.2\nprintf 5; printf ,6; echo\n"),
+                        checkpoint, 1, 100);
+    const EngineRun r = runner.run(3, 2);
+    EXPECT_TRUE(r.error.empty()) << r.error;
+    EXPECT_TRUE(runner.mark_prompt_start());
+    ASSERT_EQ(r.arrivals_s.size(), 2u);
+    EXPECT_GE(r.prompt_start_s, 0);
+    EXPECT_GE(r.arrivals_s.front() - r.prompt_start_s, 0.15);
+  }
+  {
+    EngineRunner runner(script("old", has_flag +
+                                          "if [ $F = 1 ]; then echo 'The following argument was not expected: "
+                                          "--mark-prompt-start' >&2; exit 109; fi\nprintf 5,6; echo\n"),
+                        checkpoint, 1, 100);
+    const EngineRun r = runner.run(3, 2);
+    EXPECT_TRUE(r.error.empty()) << r.error;
+    EXPECT_FALSE(runner.mark_prompt_start());
+    EXPECT_LT(r.prompt_start_s, 0);
+    EXPECT_EQ(r.arrivals_s.size(), 2u);
+    EXPECT_EQ(r.command.find("--mark-prompt-start"), std::string::npos) << r.command;
+  }
+  {
+    EngineRunner runner(script("silent", "printf 5,6; echo\n"), checkpoint, 1, 100);
+    const EngineRun r = runner.run(3, 2);
+    EXPECT_NE(r.error.find("no '@'"), std::string::npos) << r.error;
+  }
 }
 
 TEST(Streaming, ArrivalTimesAndExitStatus) {
