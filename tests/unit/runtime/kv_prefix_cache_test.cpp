@@ -296,6 +296,50 @@ TEST(KvPrefixCache, LeastRecentlyUsedCachedBlocksAreEvictedFirst) {
   EXPECT_EQ(prefix.cached_blocks(), 2u);
 }
 
+// Once the prefix cache holds every block the free list had, a prefill's blocks are all reclaimed ones, offered in
+// LRU order: a released chain's last block first. append hands them out ascending, so the new sequence gets the
+// evicted chain's consecutive blocks as one run per head again (runtime/kv_cache.h, the block groups), and a free
+// block taken before the reclaimed ones keeps its place.
+TEST(KvPrefixCache, AReclaimedBurstIsHandedOutInAscendingBlockOrder) {
+  KvCache cache(shape(3, 64, 16));  // 12 blocks of 16 positions, groups of 8
+  ASSERT_EQ(cache.total_blocks(), 12u);
+  ASSERT_EQ(cache.group_positions(), 128);
+  PrefixCache prefix(cache);
+  const Tokens a = iota_tokens(64, 100), b = iota_tokens(64, 300), c = iota_tokens(64, 500), d = iota_tokens(40, 700);
+  int s = run_prompt(cache, prefix, a);
+  const std::vector<int> a_blocks = table(cache, s);
+  EXPECT_EQ(a_blocks, (std::vector<int>{0, 1, 2, 3}));
+  cache.free_sequence(s);
+  s = run_prompt(cache, prefix, b);
+  const std::vector<int> b_blocks = table(cache, s);
+  cache.free_sequence(s);
+  const int held = run_prompt(cache, prefix, d, nullptr, /*publish=*/false);  // 3 blocks in use, one left free
+  ASSERT_EQ(prefix.cached_blocks(), 8u);
+  ASSERT_EQ(cache.free_blocks(), 9u);  // 1 on the free list + 8 cached
+  // c needs 4 blocks: the free one, then 3 reclaimed from a's chain (the least recently used), its last block first.
+  s = run_prompt(cache, prefix, c, nullptr, /*publish=*/false);
+  const std::vector<int> c_blocks = table(cache, s);
+  ASSERT_EQ(c_blocks.size(), 4u);
+  std::set<int> used(a_blocks.begin(), a_blocks.end());
+  used.insert(b_blocks.begin(), b_blocks.end());
+  for (int blk : table(cache, held)) used.insert(blk);
+  ASSERT_EQ(used.size(), 11u);
+  int free_block = 0;
+  while (used.count(free_block)) ++free_block;
+  EXPECT_EQ(c_blocks[0], free_block);  // the one free block first, as taken
+  EXPECT_EQ(std::vector<int>(c_blocks.begin() + 1, c_blocks.end()),
+            (std::vector<int>{a_blocks[1], a_blocks[2], a_blocks[3]}));
+  EXPECT_TRUE(holds(cache, s, c));
+  EXPECT_TRUE(holds(cache, held, d));
+  // a's first block is still cached and matchable; b's chain untouched.
+  const int probe = cache.allocate_sequence();
+  Tokens b65 = b;
+  b65.push_back(1);
+  EXPECT_EQ(prefix.attach(probe, b65), 64);
+  EXPECT_EQ(table(cache, probe), b_blocks);
+  EXPECT_TRUE(holds(cache, probe, b));
+}
+
 TEST(KvPrefixCache, AttachNeedsAnEmptySequenceAndPublishChecksTokens) {
   KvCache cache(shape(2, 16, 4));
   PrefixCache prefix(cache);
