@@ -10,7 +10,6 @@ namespace mi::engine {
 GenerationResult generate_on(GenerationModel& model, const tok::Tokenizer* tokenizer, const GenerationLimits& limits,
                              const GenerationRequest& request, const GenerationCallbacks& callbacks) {
   using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
   const long long prompt = (long long)request.prompt_ids.size();
   if (prompt == 0) fail("request rejected: the prompt is empty (at least one token is needed)");
   if (request.max_new_tokens < 0) fail("request rejected: max_new_tokens must be >= 0, got ", request.max_new_tokens);
@@ -20,6 +19,7 @@ GenerationResult generate_on(GenerationModel& model, const tok::Tokenizer* token
   if (limits.prefill_chunk < 0) fail("generate: prefill_chunk must be >= 0 (0 = whole prompt), got ", limits.prefill_chunk);
   if (!request.stop.empty() && !tokenizer) fail("stop strings need a tokenizer (the checkpoint has no tokenizer.json)");
 
+  const auto start = Clock::now();  // ttft_ms counts from here, as a prompt-start mark does (after the checks)
   if (callbacks.on_prompt_start) callbacks.on_prompt_start();
 
   GenerationResult result;

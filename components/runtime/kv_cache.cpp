@@ -133,9 +133,9 @@ void KvCache::remove_free(int b) {
 // whose blocks are all on the free list; else the free list's top (the pool is fragmented or nearly full); else one
 // the sharing layer gives up. Any block is correct - this only decides how long the runs attention reads are.
 // Blocks the sharing layer keeps are not on the free list, so a group holding one is never wholly free: a serving
-// pool whose free list the prefix cache has emptied hands out reclaimed blocks in its LRU order (append sorts a
-// burst of them, so a prefill gets the runs of the chains it evicts; a decode step's one block at a time stays a
-// single-block run; not measured, experience OPT-037).
+// pool whose free list the prefix cache has emptied hands out reclaimed blocks in its LRU order (append sorts each
+// call's burst of them, so a prefill step or chunk gets back the runs of the chains it evicts, as long as those were;
+// a decode step's one block at a time stays a single-block run; not measured, experience OPT-037).
 int KvCache::take_block(const Sequence& s) {
   int b = -1;
   if (!s.blocks.empty()) {
@@ -187,8 +187,9 @@ int KvCache::append(int seq, int tokens) {
   }
   // Blocks the sharing layer gives up come in its LRU order, and a released sequence's chain is offered to it last
   // block first (release_blocks), so a burst of them (a prefill once the prefix cache holds every free block) would
-  // walk its chain backwards: sorted ascending they are that chain's runs again (take_block: once the free list is
-  // empty every further block of this append is reclaimed; none of them has been written yet).
+  // walk its chain backwards: sorted ascending they are that chain's runs again, within this call (a chunked prefill
+  // sorts each chunk's blocks on their own) (take_block: once the free list is empty every further block of this
+  // append is reclaimed; none of them has been written yet).
   std::size_t first_reclaimed = blocks_needed;
   while (s.blocks.size() < blocks_needed) {
     if (free_list_.empty() && first_reclaimed == blocks_needed) first_reclaimed = s.blocks.size();

@@ -1,5 +1,5 @@
 // Runs our engine for one measurement, as a client would: the B0-built binary as a subprocess, `generate
-// --prompt-ids ... --max-new-tokens N --threads T --mark-prompt-start [--prefill-chunk C]`, with the arrival time of
+// --prompt-ids ... --max-new-tokens N --threads T [--prefill-chunk C] --mark-prompt-start`, with the arrival time of
 // every generated token on its stdout pipe (process::run_streaming), the arrival of the '@' the engine writes when
 // its model is loaded and the prompt starts (this run's own start-up: TTFT counts from it), and its peak RSS from
 // wait4. An engine generated before --mark-prompt-start existed rejects the flag: the runner then runs it without

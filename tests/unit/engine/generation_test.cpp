@@ -18,6 +18,8 @@
 namespace {
 
 namespace fs = std::filesystem;
+using mi::engine::GenerationCallbacks;
+using mi::engine::GenerationLimits;
 using mi::engine::GenerationRequest;
 using mi::engine::StopTextFilter;
 using mi_test::TestModel;
@@ -121,6 +123,28 @@ TEST(Generation, RejectedRequestsThrowAndLeaveNoSequence) {
   EXPECT_THROW(mi::engine::generate(model, nullptr, {}, r), mi::Error);
   EXPECT_EQ(TestModel::forward_calls, calls_before);
   EXPECT_EQ(TestModel::live_sequences, 0);
+}
+
+// The prompt-start callback (what ENGINE generate --mark-prompt-start writes): once per accepted request, before its
+// first token; never for a request that is rejected.
+TEST(Generation, PromptStartComesOnceBeforeTheFirstTokenAndNotForARejectedRequest) {
+  const Case c = golden_case("qwen3-tiny", 0);
+  TestModel model(fs::path(METAINFER_TEST_DATA) / "golden" / "qwen3-tiny", {});
+  std::vector<std::string> events;
+  GenerationCallbacks callbacks;
+  callbacks.on_prompt_start = [&] { events.push_back("start"); };
+  callbacks.on_token = [&](int32_t) { events.push_back("token"); };
+  GenerationRequest r = c.requests[0];
+  r.max_new_tokens = 3;
+  mi::engine::generate(model, nullptr, {}, r, callbacks);
+  EXPECT_EQ(events, (std::vector<std::string>{"start", "token", "token", "token"}));
+  events.clear();
+  GenerationLimits bad_chunk;
+  bad_chunk.prefill_chunk = -1;
+  EXPECT_THROW(mi::engine::generate(model, nullptr, bad_chunk, r, callbacks), mi::Error);
+  r.max_new_tokens = 600;  // beyond max_context 512
+  EXPECT_THROW(mi::engine::generate(model, nullptr, {}, r, callbacks), mi::Error);
+  EXPECT_TRUE(events.empty());
 }
 
 // ---- StopTextFilter --------------------------------------------------------------------------------------------

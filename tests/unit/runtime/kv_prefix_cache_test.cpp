@@ -332,7 +332,12 @@ TEST(KvPrefixCache, AReclaimedBurstIsHandedOutInAscendingBlockOrder) {
   EXPECT_TRUE(holds(cache, s, c));
   EXPECT_TRUE(holds(cache, held, d));
   // a's first block is still cached and matchable; b's chain untouched.
-  const int probe = cache.allocate_sequence();
+  int probe = cache.allocate_sequence();
+  EXPECT_EQ(prefix.attach(probe, a), 16);
+  EXPECT_EQ(table(cache, probe), (std::vector<int>{a_blocks[0]}));
+  EXPECT_TRUE(holds(cache, probe, a));
+  cache.free_sequence(probe);
+  probe = cache.allocate_sequence();
   Tokens b65 = b;
   b65.push_back(1);
   EXPECT_EQ(prefix.attach(probe, b65), 64);
