@@ -160,6 +160,39 @@ TYPED_TEST(MatmulTest, TokenBlocksDoNotChangeTheSums) {
   expect_token_blocks_do_not_change_sums<bf16_t, bf16_t>([](auto... a) { K::matmul_fast(a...); });
 }
 
+// A panel's shape does not change the sums either: the AVX-512 prefill packs whole panels (48, 32 or 16 rows by 256
+// columns) with compile-time counts and every other panel with masks (bf16_dot_impl.h pack_pairs_whole,
+// avx512_impl.h pack_panel_whole), and each output is the same sum in both. So the product of 48 to 96 rows (whole
+// panels of 3, then 1, 2 or 3 vectors) equals, bitwise, the products of its rows one at a time (a 1-row panel: the
+// general path), with a whole and a partial last column block (512 and 600 columns).
+template <class W, class X, class Matmul>
+void expect_panel_shape_does_not_change_sums(Matmul matmul) {
+  uint32_t seed = 5150;
+  for (int M : {20, 260})
+    for (int rows : {48, 64, 80, 96})
+      for (int cols : {512, 600}) {
+        const std::size_t ld = std::size_t(cols) + 3, ldx = std::size_t(cols) + 5, ldy = std::size_t(rows) + 2;
+        const std::vector<W> w = random_matrix<W>(rows, cols, ld, seed++);
+        const std::vector<X> x = random_matrix<X>(M, cols, ldx, seed++);
+        std::vector<float> whole(std::size_t(M) * ldy, kYPad), by_row(std::size_t(M) * ldy, kYPad);
+        matmul(w.data(), ld, x.data(), ldx, whole.data(), ldy, M, rows, cols);
+        for (int r = 0; r < rows; ++r)
+          matmul(w.data() + std::size_t(r) * ld, ld, x.data(), ldx, by_row.data() + r, ldy, M, 1, cols);
+        for (int m = 0; m < M; ++m)
+          for (int r = 0; r < rows; ++r)
+            ASSERT_EQ(whole[std::size_t(m) * ldy + r], by_row[std::size_t(m) * ldy + r])
+                << "M=" << M << " rows=" << rows << " cols=" << cols << " m=" << m << " r=" << r;
+      }
+}
+
+TYPED_TEST(MatmulTest, PanelShapeDoesNotChangeTheSums) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
+  expect_panel_shape_does_not_change_sums<bf16_t, float>([](auto... a) { K::matmul(a...); });
+  expect_panel_shape_does_not_change_sums<float, float>([](auto... a) { K::matmul(a...); });
+  expect_panel_shape_does_not_change_sums<bf16_t, bf16_t>([](auto... a) { K::matmul_fast(a...); });
+}
+
 TYPED_TEST(MatmulTest, ZeroColumnsGiveZero) {
   using K = TypeParam;
   MI_SKIP_IF_UNSUPPORTED(K);
