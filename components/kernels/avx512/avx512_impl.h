@@ -450,23 +450,26 @@ __attribute__((always_inline)) inline void transpose16x16(__m512 t[16]) {
   }
 }
 
-// pack_panel for a panel of exactly 16 NV rows and KC columns (every panel but a matrix's last rows or columns):
-// the same stores with the counts known at compile time, so no masks, no zero rows and unrolled loops; packing is
-// data movement only, so every result is bitwise the same. Measured for bf16 weights and f32 activations (precise
-// prefill; together with NextPanel's division-free walk; AMD Zen 5, one thread, -O3 harness, 16-32 distinct
-// matrices streamed, alternated rounds, bitwise-equal outputs): 256 tokens x 3072 x 1024 183-187 -> 202-207 GFLOP/s,
-// x 1024 x 3072 168-179 -> 182-195; 128 x 1024 x 1024 163-168 -> 193-202; 16 x 3072 x 1024 63-64 -> 109-114.
-// Experience OPT-038; the fast kernel's pair packing: bf16_dot_impl.h pack_pairs_whole.
-template <int NV, int KC, class W>
-inline void pack_panel_whole(const W* w, size_t ld, float* dst) {
-  static_assert(KC % 16 == 0, "whole 16-column chunks");
+// A whole panel - exactly 16 NV rows by CHUNKS 16-lane column chunks, counts known at compile time, so no masks,
+// no zero rows and unrolled loops - transposed 16 x 16 at a time: chunk(row, c) is the row's c-th 16-lane vector,
+// and lane j of the transposed vector c of row group g goes to dst[(16 c + j) * 16 NV + 16 g + lane]. pack_panel
+// (f32 lanes, chunks of 16 columns) and bf16_dot_impl.h pack_pairs (bf16 column pairs as 32-bit lanes, chunks of 32
+// columns) send every panel of 16, 32 or 48 rows by a whole column block here (dispatch_whole_panel): all panels but
+// a matrix's last rows (when those are not a multiple of 16) and last columns (when not a multiple of the block).
+// Their general forms take run-time counts; packing is data movement only, so every result is bitwise the same.
+// Why: at 16 tokens the prefill walks spent about a third (fast) to two fifths (precise) of their time, at 256 tokens
+// 5-10 %, in the general pack and in a per-line division of NextPanel below; measurements in experience OPT-038.
+// dst must be 64-byte aligned (the panels are alignas(64) and every store offset is a multiple of 16 lanes).
+template <int NV, int CHUNKS, class Chunk>
+inline void pack_whole_panel(Chunk&& chunk, void* dst) {
+  auto* out = static_cast<float*>(dst);  // 32-bit lanes: f32 values or bf16 pairs, stored as they are
   constexpr size_t kStride = size_t(16 * NV);
   for (int g = 0; g < NV; ++g)
-    for (int k = 0; k < KC; k += 16) {
+    for (int c = 0; c < CHUNKS; ++c) {
       __m512 t[16];
-      for (int i = 0; i < 16; ++i) t[i] = load16(w + size_t(16 * g + i) * ld + k);
+      for (int i = 0; i < 16; ++i) t[i] = chunk(16 * g + i, c);
       transpose16x16(t);
-      for (int j = 0; j < 16; ++j) _mm512_store_ps(dst + size_t(k + j) * kStride + 16 * g, t[j]);
+      for (int j = 0; j < 16; ++j) _mm512_store_si512(out + size_t(16 * c + j) * kStride + 16 * g, _mm512_castps_si512(t[j]));
     }
 }
 
@@ -484,8 +487,11 @@ inline bool dispatch_whole_panel(int nr, int nv, int kc, Whole&& whole) {
 // dst[k * 16 nv + r] = W[r, k] as f32 for r < nr <= 16 nv, k < kc; rows nr..16 nv - 1 are zero.
 template <class W>
 inline void pack_panel(const W* w, size_t ld, int nr, int nv, int kc, float* dst) {
-  if (dispatch_whole_panel<kNV, kKC>(nr, nv, kc, [&](auto n) { pack_panel_whole<decltype(n)::value, kKC>(w, ld, dst); }))
-    return;
+  static_assert(kKC % 16 == 0, "whole 16-column chunks");
+  const auto whole = [&](auto n) {
+    pack_whole_panel<decltype(n)::value, kKC / 16>([&](int r, int c) { return load16(w + size_t(r) * ld + 16 * c); }, dst);
+  };
+  if (dispatch_whole_panel<kNV, kKC>(nr, nv, kc, whole)) return;
   const size_t stride = size_t(16 * nv);
   for (int g = 0; g < nv; ++g) {
     const int r0 = 16 * g;
@@ -520,13 +526,16 @@ struct NextPanel {
   }
   void prefetch_share(int call) const {
     const int begin = lines * call / calls, end = lines * (call + 1) / calls;
-    if (begin >= end) return;
-    // One division per call, not two per line: the row_lines divisor is a run-time value.
-    int line = begin % row_lines;
-    const char* row = reinterpret_cast<const char*>(w + size_t(r0 + begin / row_lines) * ld + k0);
+    // Line l is line l % row_lines of row l / row_lines: one division by the run-time row_lines per call, then the
+    // walk steps through the rows (a division per line cost the 16-token prefill measurably, OPT-038).
+    int row = begin / row_lines, line = begin % row_lines;
     for (int l = begin; l < end; ++l) {
-      _mm_prefetch(row + 64 * line, _MM_HINT_T1);
-      if (++line == row_lines) line = 0, row += ld * sizeof(W);
+      if (line == row_lines) {
+        line = 0;
+        ++row;
+      }
+      _mm_prefetch(reinterpret_cast<const char*>(w + size_t(r0 + row) * ld + k0) + 64 * line, _MM_HINT_T1);
+      ++line;
     }
   }
 };

@@ -76,34 +76,15 @@ static_assert(kPairKC % 2 == 0, "a panel holds whole column pairs");
 // dst[p * 16 nv + r] = (W[r, 2p], W[r, 2p + 1]) for r < nr <= 16 nv, p < ceil(kc / 2); rows nr..16 nv - 1 and a lone
 // last column's partner are zero. Rows are read in 16-pair chunks and transposed as 32-bit lanes
 // (impl::transpose16x16).
-// pack_pairs for a panel of exactly 16 NV rows and kPairKC columns (every panel but a matrix's last rows or
-// columns): the same stores with the counts known at compile time - no masks, no zero rows, loops unrolled.
-// Packing is data movement only, so every result is bitwise the general form's. Measured on AMD Zen 5 (one
-// thread, -O3 harness, 16 distinct matrices streamed, 6 alternated rounds, bitwise-equal outputs): 256 tokens x
-// 3072 x 1024 299-317 -> 337-348 GFLOP/s, 1024 x 3072 346-359 -> 370-378, 2048 x 1024 359-369 -> 388-395, 1024 x
-// 2048 340-355 -> 371-381; 16 tokens x 3072 x 1024 93-120 -> 162-178; 1021 tokens unchanged (388-406 vs 393-401),
-// each panel there serving 128 micro-kernel calls. (Together with NextPanel's division-free prefetch walk.) In the
-// engine (fast, 2 threads, in-process 11- and 64-token prefills, alternated): 11 tokens 47-60 ms against 68-104,
-// 64 tokens 125-139 against 155-170. Experience OPT-038.
-template <int NV>
-inline void pack_pairs_whole(const bf16_t* w, size_t ld, uint32_t* dst) {
-  constexpr int kPairs = kPairKC / 2;
-  static_assert(kPairs % 16 == 0, "whole 16-pair chunks");
-  constexpr size_t kStride = size_t(16 * NV);
-  for (int g = 0; g < NV; ++g)
-    for (int p = 0; p < kPairs; p += 16) {
-      __m512 t[16];
-      for (int i = 0; i < 16; ++i)
-        t[i] = _mm512_castsi512_ps(_mm512_loadu_si512(w + size_t(16 * g + i) * ld + 2 * p));
-      impl::transpose16x16(t);
-      for (int j = 0; j < 16; ++j) _mm512_store_si512(dst + size_t(p + j) * kStride + 16 * g, _mm512_castps_si512(t[j]));
-    }
-}
-
+// A whole panel (16, 32 or 48 rows by kPairKC columns) is packed by impl::pack_whole_panel, counts known at compile
+// time; measured in experience OPT-038.
 inline void pack_pairs(const bf16_t* w, size_t ld, int nr, int nv, int kc, uint32_t* dst) {
-  if (impl::dispatch_whole_panel<kPairNV, kPairKC>(nr, nv, kc,
-                                                   [&](auto n) { pack_pairs_whole<decltype(n)::value>(w, ld, dst); }))
-    return;
+  static_assert(kPairKC % 32 == 0, "whole 16-pair chunks");
+  const auto whole = [&](auto n) {
+    impl::pack_whole_panel<decltype(n)::value, kPairKC / 32>(
+        [&](int r, int c) { return _mm512_castsi512_ps(_mm512_loadu_si512(w + size_t(r) * ld + 32 * c)); }, dst);
+  };
+  if (impl::dispatch_whole_panel<kPairNV, kPairKC>(nr, nv, kc, whole)) return;
   const int pairs = (kc + 1) / 2;
   const size_t stride = size_t(16 * nv);
   for (int g = 0; g < nv; ++g) {

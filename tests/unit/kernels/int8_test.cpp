@@ -128,6 +128,32 @@ TYPED_TEST(Int8Test, FewTokensEqualMatvecPerTokenBitwise) {
       }
 }
 
+// The AVX-512 prefill packs a whole panel (16, 32 or 48 rows by 256 columns; avx512_impl.h pack_whole_panel) with
+// compile-time counts and any other with masks; each output is the same sum either way. So a product of 48 to 96
+// rows (whole panels of 3 vectors, then 1, 2 or 3) equals, bitwise, the products of its rows one at a time (1-row
+// panels: the general path), with a whole and a partial last column block (512, 600), at 20 and 260 tokens.
+TYPED_TEST(Int8Test, PanelShapeDoesNotChangeTheSums) {
+  using K = TypeParam;
+  MI_SKIP_IF_UNSUPPORTED(K);
+  uint32_t seed = 5300;
+  for (int M : {20, 260})
+    for (int rows : {48, 64, 80, 96})
+      for (int cols : {512, 600}) {
+        const std::size_t ld = std::size_t(cols) + 3, ldx = std::size_t(cols) + 9, ldy = std::size_t(rows) + 2;
+        const Int8Matrix w = random_int8(rows, cols, ld, seed++);
+        const std::vector<float> x = random_acts(M, cols, ldx, seed++);
+        std::vector<float> whole(std::size_t(M) * ldy, -7.0f), by_row(std::size_t(M) * ldy, -7.0f);
+        K::matmul(w.q.data(), w.scale.data(), ld, x.data(), ldx, whole.data(), ldy, M, rows, cols);
+        for (int r = 0; r < rows; ++r)
+          K::matmul(w.q.data() + std::size_t(r) * ld, w.scale.data() + r, ld, x.data(), ldx, by_row.data() + r, ldy, M,
+                    1, cols);
+        for (int m = 0; m < M; ++m)
+          for (int r = 0; r < rows; ++r)
+            ASSERT_EQ(whole[std::size_t(m) * ldy + std::size_t(r)], by_row[std::size_t(m) * ldy + std::size_t(r)])
+                << K::name << " M=" << M << " rows=" << rows << " cols=" << cols << " m=" << m << " r=" << r;
+      }
+}
+
 // No columns: every output row is an empty sum, 0, at every token count (the dot forms and the prefill kernel);
 // rows past `rows` in each token's output row are left alone.
 TYPED_TEST(Int8Test, ZeroColumnsGiveZero) {

@@ -161,10 +161,11 @@ TYPED_TEST(MatmulTest, TokenBlocksDoNotChangeTheSums) {
 }
 
 // A panel's shape does not change the sums either: the AVX-512 prefill packs whole panels (48, 32 or 16 rows by 256
-// columns) with compile-time counts and every other panel with masks (bf16_dot_impl.h pack_pairs_whole,
-// avx512_impl.h pack_panel_whole), and each output is the same sum in both. So the product of 48 to 96 rows (whole
-// panels of 3, then 1, 2 or 3 vectors) equals, bitwise, the products of its rows one at a time (a 1-row panel: the
-// general path), with a whole and a partial last column block (512 and 600 columns).
+// columns) with compile-time counts and every other panel with masks (avx512_impl.h pack_whole_panel, reached from
+// pack_panel and bf16_dot_impl.h pack_pairs), and each output is the same sum in both. So the product of 48 to 96
+// rows (whole panels of 3, then 1, 2 or 3 vectors) equals, bitwise, the products of its rows one at a time (a 1-row
+// panel: the general path), with a whole and a partial last column block (512 and 600 columns). (The pair packing
+// runs at the avx512bf16 level only; the amx level takes tiles for bf16 products. int8: Int8Test, same check.)
 template <class W, class X, class Matmul>
 void expect_panel_shape_does_not_change_sums(Matmul matmul) {
   uint32_t seed = 5150;
