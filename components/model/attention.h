@@ -164,10 +164,10 @@ void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, c
   }
 }
 
-// Starts the read of one head's next span of rows (tokens x head_dim floats) ahead of use: its first kilobyte is
-// prefetched, and the hardware prefetchers carry the rest of the run. They do not follow the jump to the sequence's
-// next KV block where that lies elsewhere in the pool (the next block group, or any block when the pool is
-// fragmented; runtime/kv_cache.h), so without this such a block starts with a stall. Measured when every block
+// Starts the read of a span of rows (tokens x head_dim floats) that the decode walk reaches next but that does not
+// follow on in memory: its first kilobyte is prefetched, and the hardware prefetchers carry the rest of the run. They
+// do not follow the jump to the next block group, or to a block the pool placed elsewhere (a fragmented pool;
+// runtime/kv_cache.h), so without this such a span starts with a stall. Measured when every block
 // was its own run, 3.5 MiB apart (Qwen3-0.6B KV shape, 28 layers at 2048 positions, 2 threads, AMD Zen 5, -O3):
 // avx512bf16 29.5-30.6 GB/s with 1 KiB, 26.0-26.9 with the whole 8 KiB span, 26.0 with none;
 // avx2 22.7-24.0 vs 20.2-20.5 for the per-head walk without prefetch.
@@ -190,10 +190,15 @@ inline void prefetch_span(const E* rows, int tokens, int head_dim) {
 
 // Decode: the one new query of KV heads [h0, h1) of `seq` (group query heads each, (h1 - h0) * group <=
 // kAttentionQueryBlock), attending to positions [0, len). q / out point at the token's row ([heads * head_dim]).
-// The blocks are walked once for the whole head range: in each block, head by head, the span one block further
-// on is prefetched (prefetch_span), then the head's queries use the current span. Scores go to s + i * s_stride
-// (i = (h - h0) * group + g). Every query's scores, softmax and value sum are the same operations in the same
-// order as attend_block walking its head alone, so the result does not depend on the range.
+// Keys (then values) are walked once for the whole head range, one block group's positions at a time and head by
+// head within it, so a thread reads each group's share as one sequential run (the walk's order is all that changes:
+// AMD Zen 5, 2 threads, the Qwen3-0.6B KV shape in f32, harness over 28 layers, medians alternated: 1 sequence at
+// 256 positions 1.10-1.31 -> 0.89-1.01 ms, at 1024 4.8-5.9 -> 3.9-4.4, at 2000 12.0-15.2 -> 8.5-13.3; 8 sequences at
+// 256 10.2-13.2 -> 7.6-8.4, at 1000 44.7-56.7 -> 36.1-43.1; a pure read of the same spans 38-41 GB/s in the old
+// order - block by block, the thread's heads side by side - against 49-54 in this one; experience OPT-039). Scores
+// go to s + i * s_stride (i = (h - h0) * group + g). Every query's scores, softmax and value sum are the same
+// operations in the same order as attend_block walking its head alone, so the result depends on neither the range
+// nor the walk's order.
 // One query per kernel call on purpose: the first query of a span streams it from memory with one FMA per element
 // loaded, the others reuse it from L1. Two-query kernels sharing each key and value load (scores: 8 keys x 2 queries
 // = 16 accumulators, one transpose; values: 2 queries x 8 vectors; the same sums bitwise) were faster with the cache
@@ -210,21 +215,30 @@ void attend_decode_heads(const runtime::KvCache& cache, int seq, int layer, int 
   const std::size_t hd = std::size_t(head_dim);
   const auto row = [&](int h, int g) { return (std::size_t(h) * std::size_t(group) + std::size_t(g)) * hd; };
   const auto scores_of = [&](int h, int g) { return s + (std::size_t(h - h0) * std::size_t(group) + g) * s_stride; };
-  // Positions [0, len) block by block; in each block, head by head: start the head's span of the same kind (keys or
-  // values) one block on, then use(h, rows, p, tokens) on the current span.
+  // Positions [0, len) in windows of the cache's block groups; in each window head by head, each head's spans in
+  // position order. A group holds a thread's heads as adjacent runs (runtime/kv_cache.h), so a window is one
+  // sequential read per thread; the span that comes next in this order is started (prefetch_span) only where it does
+  // not follow on in memory - the next group, or a block the pool placed elsewhere - as the hardware prefetchers
+  // carry a sequential run but not such a jump.
+  const int window = std::max(1, cache.group_positions());
   const auto walk = [&](bool values, auto&& use) {
-    for (int p = 0; p < len;) {
-      int tokens = 0;
-      for (int h = h0; h < h1; ++h) {
-        const auto span = cache.head_span<E>(seq, layer, h, p, len);
-        tokens = span.tokens;
-        if (p + tokens < len) {
-          const auto next = cache.head_span<E>(seq, layer, h, p + tokens, len);
-          prefetch_span(values ? next.values : next.keys, next.tokens, head_dim);
+    for (int w0 = 0; w0 < len; w0 += window) {
+      const int w1 = std::min(len, w0 + window);
+      for (int h = h0; h < h1; ++h)
+        for (int p = w0; p < w1;) {
+          const auto span = cache.head_span<E>(seq, layer, h, p, w1);
+          const E* rows = values ? span.values : span.keys;
+          const int next_p = p + span.tokens;
+          if (next_p < w1 || h + 1 < h1 || w1 < len) {
+            const auto next = next_p < w1  ? cache.head_span<E>(seq, layer, h, next_p, w1)
+                              : h + 1 < h1 ? cache.head_span<E>(seq, layer, h + 1, w0, w1)
+                                           : cache.head_span<E>(seq, layer, h0, w1, std::min(len, w1 + window));
+            const E* next_rows = values ? next.values : next.keys;
+            if (next_rows != rows + std::size_t(span.tokens) * hd) prefetch_span(next_rows, next.tokens, head_dim);
+          }
+          use(h, rows, p, span.tokens);
+          p = next_p;
         }
-        use(h, values ? span.values : span.keys, p, tokens);
-      }
-      p += tokens;
     }
   };
   walk(false, [&](int h, const E* keys, int p, int tokens) {
@@ -309,7 +323,8 @@ void check_cache(const runtime::KvCache& cache, const AttentionDims& dims) {
 // multiply-add and runs at L2/DRAM speed: a 1021-token prefill of Qwen3-0.6B spent 60% of its time there. Each
 // query's result is the same sum in the same order as the plain loop, so the blocking does not change the numbers.
 // A decode step (T = 1 at the cache's last position) is walked as decode_attention_batch walks one row: per thread a
-// range of KV heads, every block visited once with the next one prefetched (same numbers; detail::prefetch_span).
+// range of KV heads, walked block group by block group and head by head within one (same numbers;
+// detail::attend_decode_heads).
 template <class K, class E = float>
 void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, int seq, int layer,
                       const AttentionDims& dims, const float* q, int T, int first_position, float* out,
@@ -357,8 +372,8 @@ void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, 
 
 // Batched decode: row b of q is the one new token of sequence seqs[b], at position length(seqs[b]) - 1 (its key and
 // value already stored). One pool dispatch covers every (row, KV head) pair, so B sequences cost one wake-up per
-// layer, not B; a thread walks the blocks of its KV heads of one sequence once for all their queries, prefetching
-// the next block (detail::decode_rows). Each row attends only to its own sequence's cache; the per-head arithmetic
+// layer, not B; a thread walks the blocks of its KV heads of one sequence once for all their queries, group by
+// group (detail::decode_rows, detail::attend_decode_heads). Each row attends only to its own sequence's cache; the per-head arithmetic
 // is the one causal_attention does, so a row's output equals causal_attention over that sequence alone, bitwise.
 template <class K, class E = float>
 void decode_attention_batch(runtime::ThreadPool& pool, const runtime::KvCache& cache, const int* seqs, int B,

@@ -280,7 +280,9 @@ TYPED_TEST(AttentionLevels, MatchesDoubleForGqaRatiosAndHeadDims) {
 // Also with spans of 16, 24 and 32 positions and head dims 64, 80, 128 and 528: a prefill's query block is scored
 // span by span with each query's own key count (the prepared forms, diagonal span included; 24 = a full 16-key
 // block plus a tail, 80 = a multiple of 16 but not of 64, 528 = above the prepared forms' limit, so the one-query
-// kernel), its values summed by the multi-query kernels over whole spans and one by one after them.
+// kernel), its values summed by the multi-query kernels over whole spans and one by one after them. Sequences of
+// 260 and 300 positions put decode steps across several block groups (the decode walk goes group by group, head by
+// head within one), with groups of 128 and 120 positions.
 TYPED_TEST(AttentionLevels, PrefillThenDecodeEqualsFullRecompute) {
   using K = TypeParam;
   MI_SKIP_UNSUPPORTED_LEVEL(K);
@@ -291,7 +293,8 @@ TYPED_TEST(AttentionLevels, PrefillThenDecodeEqualsFullRecompute) {
   };
   for (const Case& c : {Case{13, 32, 4, {7, 1, 1, 1, 3}}, Case{70, 128, 16, {37, 1, 1, 20, 1, 10}},
                         Case{70, 64, 32, {50, 1, 19}}, Case{70, 80, 24, {30, 1, 39}},
-                        Case{40, 528, 16, {21, 1, 18}}}) {
+                        Case{40, 528, 16, {21, 1, 18}}, Case{300, 32, 16, {130, 1, 1, 120, 1, 47}},
+                        Case{260, 64, 24, {129, 1, 128, 1, 1}}}) {
     const int n = c.n, heads = 4, kv_heads = 2, head_dim = c.head_dim;
     const std::size_t qrow = std::size_t(heads) * head_dim, kvrow = std::size_t(kv_heads) * head_dim;
     const auto q = mi_test::random_floats(n * qrow, 20);
