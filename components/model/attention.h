@@ -171,6 +171,7 @@ void attend_block(const runtime::KvCache& cache, int seq, int layer, int kv_h, c
 // was its own run, 3.5 MiB apart (Qwen3-0.6B KV shape, 28 layers at 2048 positions, 2 threads, AMD Zen 5, -O3):
 // avx512bf16 29.5-30.6 GB/s with 1 KiB, 26.0-26.9 with the whole 8 KiB span, 26.0 with none;
 // avx2 22.7-24.0 vs 20.2-20.5 for the per-head walk without prefetch.
+// (Those measurements prefetched every block's span; since OPT-039 only the jumps are.)
 // A bf16 cache's span (4 KiB at 16 positions x 128) is prefetched whole into L2 instead (experience OPT-026; AMD
 // Zen 4, 2 threads, harness `kvd`, 28 layers, six alternated rounds: B = 1 at 2000 positions 12.7-18.3 -> 9.5-14.1
 // ms, B = 8 at 1000 positions 48.1-61.2 -> 39.5-55.8 ms); for f32 rows the same change was within the noise (B = 1
@@ -191,14 +192,13 @@ inline void prefetch_span(const E* rows, int tokens, int head_dim) {
 // Decode: the one new query of KV heads [h0, h1) of `seq` (group query heads each, (h1 - h0) * group <=
 // kAttentionQueryBlock), attending to positions [0, len). q / out point at the token's row ([heads * head_dim]).
 // Keys (then values) are walked once for the whole head range, one block group's positions at a time and head by
-// head within it, so a thread reads each group's share as one sequential run (the walk's order is all that changes:
-// AMD Zen 5, 2 threads, the Qwen3-0.6B KV shape in f32, harness over 28 layers, medians alternated: 1 sequence at
-// 256 positions 1.10-1.31 -> 0.89-1.01 ms, at 1024 4.8-5.9 -> 3.9-4.4, at 2000 12.0-15.2 -> 8.5-13.3; 8 sequences at
-// 256 10.2-13.2 -> 7.6-8.4, at 1000 44.7-56.7 -> 36.1-43.1; a pure read of the same spans 38-41 GB/s in the old
-// order - block by block, the thread's heads side by side - against 49-54 in this one; experience OPT-039). Scores
-// go to s + i * s_stride (i = (h - h0) * group + g). Every query's scores, softmax and value sum are the same
-// operations in the same order as attend_block walking its head alone, so the result depends on neither the range
-// nor the walk's order.
+// head within it, so a thread reads its share of a group as one sequential run where the sequence's blocks fill
+// their groups in order (the walk's order is all that changes; before, block by block with the thread's heads side
+// by side. AMD Zen 5, 2 threads, the Qwen3-0.6B KV shape in f32, harness over 28 layers, medians, rounds alternated
+// on a noisy host: 1 sequence at 256 positions 1.10-1.31 -> 0.89-1.01 ms, at 1024 4.8-5.9 -> 3.9-4.4, 8 sequences
+// at 256 10.2-13.2 -> 7.6-8.4; experience OPT-039). Scores go to s + i * s_stride (i = (h - h0) * group + g).
+// Every query's scores, softmax and value sum are the same kernel calls on the same spans (blocks) in the same order
+// as attend_block walking its head alone, so the result depends on neither the range nor the walk's order.
 // One query per kernel call on purpose: the first query of a span streams it from memory with one FMA per element
 // loaded, the others reuse it from L1. Two-query kernels sharing each key and value load (scores: 8 keys x 2 queries
 // = 16 accumulators, one transpose; values: 2 queries x 8 vectors; the same sums bitwise) were faster with the cache
@@ -216,29 +216,42 @@ void attend_decode_heads(const runtime::KvCache& cache, int seq, int layer, int 
   const auto row = [&](int h, int g) { return (std::size_t(h) * std::size_t(group) + std::size_t(g)) * hd; };
   const auto scores_of = [&](int h, int g) { return s + (std::size_t(h - h0) * std::size_t(group) + g) * s_stride; };
   // Positions [0, len) in windows of the cache's block groups; in each window head by head, each head's spans in
-  // position order. A group holds a thread's heads as adjacent runs (runtime/kv_cache.h), so a window is one
-  // sequential read per thread; the span that comes next in this order is started (prefetch_span) only where it does
-  // not follow on in memory - the next group, or a block the pool placed elsewhere - as the hardware prefetchers
-  // carry a sequential run but not such a jump.
-  const int window = std::max(1, cache.group_positions());
+  // position order. A window is a whole number of blocks (group_positions() = blocks per group x block_size), so the
+  // spans are the blocks', as in a walk of one head (the kernels' sums depend on where a span starts and ends). Where
+  // a sequence's blocks fill its groups in order (runtime/kv_cache.h) a thread's heads of one window are adjacent
+  // runs, read as one sequential run; the span that comes next in this order is started (prefetch_span) only where
+  // it does not follow on in memory - the next group, or a block the pool placed elsewhere - as the hardware
+  // prefetchers carry a sequential run but not such a jump.
+  const int window = cache.group_positions();
+  struct Cursor {
+    int h, p, w0;  // head, first position of its span, window start; h == h1 past the end
+  };
+  const auto after = [&](const Cursor& c, int span_end) -> Cursor {
+    const int w1 = std::min(len, c.w0 + window);
+    if (span_end < w1) return {c.h, span_end, c.w0};
+    if (c.h + 1 < h1) return {c.h + 1, c.w0, c.w0};
+    return w1 < len ? Cursor{h0, w1, w1} : Cursor{h1, len, len};
+  };
+  const auto span_at = [&](const Cursor& c) {
+    return cache.head_span<E>(seq, layer, c.h, c.p, std::min(len, c.w0 + window));
+  };
   const auto walk = [&](bool values, auto&& use) {
-    for (int w0 = 0; w0 < len; w0 += window) {
-      const int w1 = std::min(len, w0 + window);
-      for (int h = h0; h < h1; ++h)
-        for (int p = w0; p < w1;) {
-          const auto span = cache.head_span<E>(seq, layer, h, p, w1);
-          const E* rows = values ? span.values : span.keys;
-          const int next_p = p + span.tokens;
-          if (next_p < w1 || h + 1 < h1 || w1 < len) {
-            const auto next = next_p < w1  ? cache.head_span<E>(seq, layer, h, next_p, w1)
-                              : h + 1 < h1 ? cache.head_span<E>(seq, layer, h + 1, w0, w1)
-                                           : cache.head_span<E>(seq, layer, h0, w1, std::min(len, w1 + window));
-            const E* next_rows = values ? next.values : next.keys;
-            if (next_rows != rows + std::size_t(span.tokens) * hd) prefetch_span(next_rows, next.tokens, head_dim);
-          }
-          use(h, rows, p, span.tokens);
-          p = next_p;
-        }
+    Cursor c{h0, 0, 0};  // len >= 1 and h0 < h1 (decode_rows)
+    auto span = span_at(c);
+    for (;;) {
+      const E* rows = values ? span.values : span.keys;
+      const Cursor n = after(c, c.p + span.tokens);
+      const bool more = n.h < h1;
+      decltype(span) next{};
+      if (more) {
+        next = span_at(n);
+        const E* next_rows = values ? next.values : next.keys;
+        if (next_rows != rows + std::size_t(span.tokens) * hd) prefetch_span(next_rows, next.tokens, head_dim);
+      }
+      use(c.h, rows, c.p, span.tokens);
+      if (!more) return;
+      c = n;
+      span = next;
     }
   };
   walk(false, [&](int h, const E* keys, int p, int tokens) {
@@ -372,9 +385,11 @@ void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, 
 
 // Batched decode: row b of q is the one new token of sequence seqs[b], at position length(seqs[b]) - 1 (its key and
 // value already stored). One pool dispatch covers every (row, KV head) pair, so B sequences cost one wake-up per
-// layer, not B; a thread walks the blocks of its KV heads of one sequence once for all their queries, group by
-// group (detail::decode_rows, detail::attend_decode_heads). Each row attends only to its own sequence's cache; the per-head arithmetic
-// is the one causal_attention does, so a row's output equals causal_attention over that sequence alone, bitwise.
+// layer, not B; a thread walks the blocks of its KV heads of one sequence once for all their queries
+// (detail::decode_rows: block group by block group in attend_decode_heads, or per head in attend_block when a KV
+// head has more query heads than one walk holds). Each row attends only to its own sequence's cache; the per-head
+// arithmetic is the one causal_attention does, so a row's output equals causal_attention over that sequence alone,
+// bitwise.
 template <class K, class E = float>
 void decode_attention_batch(runtime::ThreadPool& pool, const runtime::KvCache& cache, const int* seqs, int B,
                             int layer, const AttentionDims& dims, const float* q, float* out, float* scores) {

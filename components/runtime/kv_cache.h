@@ -24,7 +24,7 @@
 // Usage in one forward step over T new tokens of sequence s:
 //   int start = cache.append(s, T);           // reserves positions [start, start+T); throws when full
 //   per layer: cache.key(s, layer, h, p) / value(...) rows for p in [start, start+T) are written,
-//              then attention reads positions [0, start+T) block by block.
+//              then attention reads positions [0, start+T) in spans of at most one block (head_span).
 // Errors (unknown sequence, no free slot, context or pool exhausted, position out of range) throw mi::Error.
 //
 // Blocks are reference counted: a block returns to the free list when no block table holds it any more. On its

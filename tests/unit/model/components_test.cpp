@@ -281,8 +281,8 @@ TYPED_TEST(AttentionLevels, MatchesDoubleForGqaRatiosAndHeadDims) {
 // span by span with each query's own key count (the prepared forms, diagonal span included; 24 = a full 16-key
 // block plus a tail, 80 = a multiple of 16 but not of 64, 528 = above the prepared forms' limit, so the one-query
 // kernel), its values summed by the multi-query kernels over whole spans and one by one after them. Sequences of
-// 260 and 300 positions put decode steps across several block groups (the decode walk goes group by group, head by
-// head within one), with groups of 128 and 120 positions.
+// 260 to 300 positions put decode steps across several block groups (the decode walk goes group by group, head by
+// head within one), with groups of 128 and 120 positions, a thread walking 1, 3 or 4 KV heads.
 TYPED_TEST(AttentionLevels, PrefillThenDecodeEqualsFullRecompute) {
   using K = TypeParam;
   MI_SKIP_UNSUPPORTED_LEVEL(K);
@@ -290,12 +290,14 @@ TYPED_TEST(AttentionLevels, PrefillThenDecodeEqualsFullRecompute) {
   struct Case {
     int n, head_dim, block_size;
     std::vector<int> steps;  // prefill / decode lengths, summing to n
+    int kv_heads = 2;        // two query heads each; a decode step gives each of the 2 threads kv_heads / 2 of them
   };
   for (const Case& c : {Case{13, 32, 4, {7, 1, 1, 1, 3}}, Case{70, 128, 16, {37, 1, 1, 20, 1, 10}},
                         Case{70, 64, 32, {50, 1, 19}}, Case{70, 80, 24, {30, 1, 39}},
                         Case{40, 528, 16, {21, 1, 18}}, Case{300, 32, 16, {130, 1, 1, 120, 1, 47}},
-                        Case{260, 64, 24, {129, 1, 128, 1, 1}}}) {
-    const int n = c.n, heads = 4, kv_heads = 2, head_dim = c.head_dim;
+                        Case{260, 64, 24, {129, 1, 128, 1, 1}}, Case{300, 32, 16, {140, 1, 150, 1, 8}, 8},
+                        Case{270, 32, 24, {121, 1, 1, 146, 1}, 6}}) {
+    const int n = c.n, kv_heads = c.kv_heads, heads = 2 * kv_heads, head_dim = c.head_dim;
     const std::size_t qrow = std::size_t(heads) * head_dim, kvrow = std::size_t(kv_heads) * head_dim;
     const auto q = mi_test::random_floats(n * qrow, 20);
     const auto k = mi_test::random_floats(n * kvrow, 21);
@@ -324,7 +326,8 @@ TYPED_TEST(AttentionLevels, PrefillThenDecodeEqualsFullRecompute) {
                                      got.data() + start * qrow, scores.data());
     }
     for (std::size_t i = 0; i < got.size(); ++i)
-      ASSERT_EQ(got[i], expected[i]) << "n=" << n << " head_dim=" << head_dim << " block " << c.block_size << " at " << i;
+      ASSERT_EQ(got[i], expected[i]) << "n=" << n << " head_dim=" << head_dim << " kv_heads " << kv_heads << " block "
+                                     << c.block_size << " at " << i;
   }
 }
 
