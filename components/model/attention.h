@@ -336,8 +336,9 @@ void check_cache(const runtime::KvCache& cache, const AttentionDims& dims) {
 // multiply-add and runs at L2/DRAM speed: a 1021-token prefill of Qwen3-0.6B spent 60% of its time there. Each
 // query's result is the same sum in the same order as the plain loop, so the blocking does not change the numbers.
 // A decode step (T = 1 at the cache's last position) is walked as decode_attention_batch walks one row: per thread a
-// range of KV heads, walked block group by block group and head by head within one (same numbers;
-// detail::attend_decode_heads).
+// range of KV heads, walked block group by block group and head by head within one (detail::attend_decode_heads), or
+// per head in blocks of kAttentionQueryBlock queries when a KV head has more query heads than that (attend_block);
+// the same numbers either way.
 template <class K, class E = float>
 void causal_attention(runtime::ThreadPool& pool, const runtime::KvCache& cache, int seq, int layer,
                       const AttentionDims& dims, const float* q, int T, int first_position, float* out,

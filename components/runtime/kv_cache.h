@@ -161,7 +161,8 @@ class KvCache {
   };
   using HeadSpan = HeadSpanOf<float>;
   // The span of the block holding `pos`, clipped to [pos, end) with end <= length(seq). Attention walks
-  // positions [0, n) as: for (p = 0; p < n; p += span.tokens) span = head_span(seq, layer, h, p, n).
+  // positions [0, n) as: for (p = 0; p < n; p += span.tokens) span = head_span(seq, layer, h, p, n) - a decode
+  // step window by window (end = the window's end, a multiple of block_size or n), which gives the same spans.
   template <class E = float>
   HeadSpanOf<E> head_span(int seq, int layer, int kv_head, int pos, int end) const {
     const int tokens = span_tokens(seq, pos, end);

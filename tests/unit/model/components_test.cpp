@@ -282,7 +282,8 @@ TYPED_TEST(AttentionLevels, MatchesDoubleForGqaRatiosAndHeadDims) {
 // block plus a tail, 80 = a multiple of 16 but not of 64, 528 = above the prepared forms' limit, so the one-query
 // kernel), its values summed by the multi-query kernels over whole spans and one by one after them. Sequences of
 // 260 to 300 positions put decode steps across several block groups (the decode walk goes group by group, head by
-// head within one), with groups of 128 and 120 positions, a thread walking 1, 3 or 4 KV heads.
+// head within one), with groups of 128 and 120 positions, a thread walking 1, 3 or 4 KV heads, and steps whose
+// length is exactly one and two windows.
 TYPED_TEST(AttentionLevels, PrefillThenDecodeEqualsFullRecompute) {
   using K = TypeParam;
   MI_SKIP_UNSUPPORTED_LEVEL(K);
@@ -296,7 +297,7 @@ TYPED_TEST(AttentionLevels, PrefillThenDecodeEqualsFullRecompute) {
                         Case{70, 64, 32, {50, 1, 19}}, Case{70, 80, 24, {30, 1, 39}},
                         Case{40, 528, 16, {21, 1, 18}}, Case{300, 32, 16, {130, 1, 1, 120, 1, 47}},
                         Case{260, 64, 24, {129, 1, 128, 1, 1}}, Case{300, 32, 16, {140, 1, 150, 1, 8}, 8},
-                        Case{270, 32, 24, {121, 1, 1, 146, 1}, 6}}) {
+                        Case{270, 32, 24, {121, 1, 1, 146, 1}, 6}, Case{256, 32, 16, {127, 1, 127, 1}, 8}}) {
     const int n = c.n, kv_heads = c.kv_heads, heads = 2 * kv_heads, head_dim = c.head_dim;
     const std::size_t qrow = std::size_t(heads) * head_dim, kvrow = std::size_t(kv_heads) * head_dim;
     const auto q = mi_test::random_floats(n * qrow, 20);
