@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+# Writes a Qwen3 Hugging Face checkpoint (bf16 safetensors, tokenizer.json) as a GGUF v3 file for llama.cpp, for a
+# side-by-side benchmark outside the metainfer repository. Written from the GGUF specification (ggml docs/gguf.md):
+# header, key/value metadata, tensor infos (ggml dims: innermost first), 32-byte aligned data. Pure python, no numpy,
+# so it runs where pip cannot reach llama.cpp's converter. Handles the Qwen3 dense family (metainfer synth-model's
+# qwen3 presets and Qwen3 checkpoints): bf16 matrices stay bf16, 1-D norms become f32, a tied lm_head stays tied.
+# Usage: python3 bench/tools/hf_to_gguf_bf16.py CHECKPOINT_DIR OUT.gguf   (bench/zen5_avx512bf16_0.6b.md, session 34)
+import json, struct, sys, os
+
+if len(sys.argv) != 3:
+    sys.exit('usage: hf_to_gguf_bf16.py CHECKPOINT_DIR OUT.gguf')
+src, dst = sys.argv[1], sys.argv[2]
+if os.path.exists(dst):
+    sys.exit('%s exists: not overwritten' % dst)
+for need in ('config.json', 'tokenizer.json', 'model.safetensors'):
+    if not os.path.isfile(os.path.join(src, need)):
+        sys.exit('%s: no %s (expected a single-file Hugging Face checkpoint)' % (src, need))
+cfg = json.load(open(os.path.join(src, 'config.json')))
+if cfg.get('model_type') != 'qwen3':
+    sys.exit('%s: model_type %r, expected "qwen3"' % (os.path.join(src, 'config.json'), cfg.get('model_type')))
+tok = json.load(open(os.path.join(src, 'tokenizer.json')))
+st_path = os.path.join(src, 'model.safetensors')
+f = open(st_path, 'rb')
+hlen = struct.unpack('<Q', f.read(8))[0]
+header = json.loads(f.read(hlen))
+data0 = 8 + hlen
+
+T_U32, T_I32, T_F32, T_BOOL, T_STR, T_ARR = 4, 5, 6, 7, 8, 9
+def s_str(x):
+    b = x.encode('utf-8'); return struct.pack('<Q', len(b)) + b
+kv = []
+def add(key, typ, val):
+    out = s_str(key) + struct.pack('<I', typ)
+    if typ == T_U32: out += struct.pack('<I', val)
+    elif typ == T_I32: out += struct.pack('<i', val)
+    elif typ == T_F32: out += struct.pack('<f', val)
+    elif typ == T_BOOL: out += struct.pack('<?', val)
+    elif typ == T_STR: out += s_str(val)
+    kv.append(out)
+def add_arr(key, etyp, vals):
+    out = s_str(key) + struct.pack('<I', T_ARR) + struct.pack('<IQ', etyp, len(vals))
+    parts = []
+    for v in vals:
+        if etyp == T_STR: parts.append(s_str(v))
+        elif etyp == T_I32: parts.append(struct.pack('<i', v))
+    kv.append(out + b''.join(parts))
+
+L = cfg['num_hidden_layers']
+add('general.architecture', T_STR, 'qwen3')
+add('general.name', T_STR, os.path.basename(os.path.abspath(src)))
+add('general.file_type', T_U32, 32)  # mostly BF16
+add('qwen3.block_count', T_U32, L)
+add('qwen3.context_length', T_U32, cfg['max_position_embeddings'])
+add('qwen3.embedding_length', T_U32, cfg['hidden_size'])
+add('qwen3.feed_forward_length', T_U32, cfg['intermediate_size'])
+add('qwen3.attention.head_count', T_U32, cfg['num_attention_heads'])
+add('qwen3.attention.head_count_kv', T_U32, cfg['num_key_value_heads'])
+add('qwen3.attention.key_length', T_U32, cfg['head_dim'])
+add('qwen3.attention.value_length', T_U32, cfg['head_dim'])
+add('qwen3.rope.freq_base', T_F32, float(cfg['rope_theta']))
+add('qwen3.attention.layer_norm_rms_epsilon', T_F32, float(cfg['rms_norm_eps']))
+
+# vocabulary: the BPE vocab and added tokens by id, padded to vocab_size
+V = cfg['vocab_size']
+tokens = [None] * V; types = [1] * V
+for t, i in tok['model']['vocab'].items(): tokens[i] = t
+for a in tok.get('added_tokens', []):
+    tokens[a['id']] = a['content']; types[a['id']] = 3 if a.get('special') else 4
+for i in range(V):
+    if tokens[i] is None: tokens[i] = '[PAD%d]' % i; types[i] = 5
+merges = [m if isinstance(m, str) else ' '.join(m) for m in tok['model']['merges']]
+add('tokenizer.ggml.model', T_STR, 'gpt2')
+add('tokenizer.ggml.pre', T_STR, 'qwen2')
+add_arr('tokenizer.ggml.tokens', T_STR, tokens)
+add_arr('tokenizer.ggml.token_type', T_I32, types)
+add_arr('tokenizer.ggml.merges', T_STR, merges)
+add('tokenizer.ggml.eos_token_id', T_U32, cfg['eos_token_id'])
+add('tokenizer.ggml.bos_token_id', T_U32, cfg['bos_token_id'])
+add('tokenizer.ggml.padding_token_id', T_U32, cfg['bos_token_id'])
+add('tokenizer.ggml.add_bos_token', T_BOOL, False)
+
+names = {'model.embed_tokens.weight': 'token_embd.weight', 'model.norm.weight': 'output_norm.weight'}
+per = {'input_layernorm': 'attn_norm', 'post_attention_layernorm': 'ffn_norm', 'self_attn.q_proj': 'attn_q',
+       'self_attn.k_proj': 'attn_k', 'self_attn.v_proj': 'attn_v', 'self_attn.o_proj': 'attn_output',
+       'self_attn.q_norm': 'attn_q_norm', 'self_attn.k_norm': 'attn_k_norm', 'mlp.gate_proj': 'ffn_gate',
+       'mlp.up_proj': 'ffn_up', 'mlp.down_proj': 'ffn_down'}
+for l in range(L):
+    for h, g in per.items(): names['model.layers.%d.%s.weight' % (l, h)] = 'blk.%d.%s.weight' % (l, g)
+if 'lm_head.weight' in header and not cfg.get('tie_word_embeddings'): names['lm_head.weight'] = 'output.weight'
+
+infos = []; blobs = []; off = 0
+def align(n, a=32): return (n + a - 1) // a * a
+for hf, gg in names.items():
+    m = header[hf]
+    if m['dtype'] != 'BF16':
+        sys.exit('%s: tensor %s is %s, expected BF16' % (st_path, hf, m['dtype']))
+    shape = m['shape']; b0, b1 = m['data_offsets']
+    is_norm = len(shape) == 1
+    nbytes = (b1 - b0) * (2 if is_norm else 1)  # 1-D norms widened to f32
+    dims = list(reversed(shape))
+    infos.append(s_str(gg) + struct.pack('<I', len(dims)) + b''.join(struct.pack('<Q', d) for d in dims) +
+                 struct.pack('<I', 0 if is_norm else 30) + struct.pack('<Q', off))
+    blobs.append((hf, b0, b1, is_norm, off))
+    off = align(off + nbytes)
+
+with open(dst, 'wb') as o:
+    o.write(b'GGUF' + struct.pack('<IQQ', 3, len(infos), len(kv)))
+    for k in kv: o.write(k)
+    for t in infos: o.write(t)
+    o.write(b'\0' * (align(o.tell()) - o.tell()))
+    base = o.tell()
+    for hf, b0, b1, is_norm, toff in blobs:
+        o.write(b'\0' * (base + toff - o.tell()))
+        f.seek(data0 + b0)
+        raw = f.read(b1 - b0)
+        if is_norm:
+            raw = b''.join(struct.pack('<I', struct.unpack_from('<H', raw, i)[0] << 16) for i in range(0, len(raw), 2))
+        o.write(raw)
+print('wrote', dst, len(infos), 'tensors,', len(kv), 'keys')
