@@ -2,8 +2,9 @@
 # Writes a Qwen3 Hugging Face checkpoint (bf16 safetensors, tokenizer.json) as a GGUF v3 file for llama.cpp, for a
 # side-by-side benchmark outside the metainfer repository. Written from the GGUF specification (ggml docs/gguf.md):
 # header, key/value metadata, tensor infos (ggml dims: innermost first), 32-byte aligned data. Pure python, no numpy,
-# so it runs where pip cannot reach llama.cpp's converter. Handles the Qwen3 dense family (metainfer synth-model's
-# qwen3 presets and Qwen3 checkpoints): bf16 matrices stay bf16, 1-D norms become f32, a tied lm_head stays tied.
+# so it runs where pip cannot reach llama.cpp's converter. Handles single-file Qwen3 dense checkpoints (model.safetensors:
+# metainfer synth-model's tiny and 0.6b presets, Qwen3-0.6B): bf16 matrices stay bf16, 1-D norms become f32, a tied
+# lm_head stays tied. Anything it does not map (biases, rope scaling, sharded files) is refused, never dropped.
 # Usage: python3 bench/tools/hf_to_gguf_bf16.py CHECKPOINT_DIR OUT.gguf   (bench/zen5_avx512bf16_0.6b.md, session 34)
 import json, struct, sys, os
 
@@ -12,13 +13,29 @@ if len(sys.argv) != 3:
 src, dst = sys.argv[1], sys.argv[2]
 if os.path.exists(dst):
     sys.exit('%s exists: not overwritten' % dst)
+def load_json(name):
+    with open(os.path.join(src, name)) as j:
+        return json.load(j)
 for need in ('config.json', 'tokenizer.json', 'model.safetensors'):
     if not os.path.isfile(os.path.join(src, need)):
         sys.exit('%s: no %s (expected a single-file Hugging Face checkpoint)' % (src, need))
-cfg = json.load(open(os.path.join(src, 'config.json')))
+cfg = load_json('config.json')
+cfg_path = os.path.join(src, 'config.json')
 if cfg.get('model_type') != 'qwen3':
-    sys.exit('%s: model_type %r, expected "qwen3"' % (os.path.join(src, 'config.json'), cfg.get('model_type')))
-tok = json.load(open(os.path.join(src, 'tokenizer.json')))
+    sys.exit('%s: model_type %r, expected "qwen3"' % (cfg_path, cfg.get('model_type')))
+for key, want in (('rope_scaling', None), ('attention_bias', False)):
+    if cfg.get(key, want) != want:
+        sys.exit('%s: %s is %r; this writer supports only %r' % (cfg_path, key, cfg.get(key), want))
+for key in ('num_hidden_layers', 'hidden_size', 'intermediate_size', 'num_attention_heads', 'num_key_value_heads',
+            'head_dim', 'rope_theta', 'rms_norm_eps', 'vocab_size', 'max_position_embeddings'):
+    if not isinstance(cfg.get(key), (int, float)):
+        sys.exit('%s: %s missing or not a number' % (cfg_path, key))
+for key in ('bos_token_id', 'eos_token_id'):
+    if not isinstance(cfg.get(key), int):
+        sys.exit('%s: %s must be one integer, got %r' % (cfg_path, key, cfg.get(key)))
+tok = load_json('tokenizer.json')
+if tok.get('model', {}).get('type') != 'BPE':
+    sys.exit('%s: tokenizer model type %r, expected "BPE"' % (os.path.join(src, 'tokenizer.json'), tok.get('model', {}).get('type')))
 st_path = os.path.join(src, 'model.safetensors')
 f = open(st_path, 'rb')
 hlen = struct.unpack('<Q', f.read(8))[0]
@@ -86,7 +103,17 @@ per = {'input_layernorm': 'attn_norm', 'post_attention_layernorm': 'ffn_norm', '
        'mlp.up_proj': 'ffn_up', 'mlp.down_proj': 'ffn_down'}
 for l in range(L):
     for h, g in per.items(): names['model.layers.%d.%s.weight' % (l, h)] = 'blk.%d.%s.weight' % (l, g)
-if 'lm_head.weight' in header and not cfg.get('tie_word_embeddings'): names['lm_head.weight'] = 'output.weight'
+if not cfg.get('tie_word_embeddings'):
+    if 'lm_head.weight' not in header:
+        sys.exit('%s: tie_word_embeddings is false but %s has no lm_head.weight' % (cfg_path, st_path))
+    names['lm_head.weight'] = 'output.weight'
+missing = [n for n in names if n not in header]
+if missing:
+    sys.exit('%s: missing tensor(s) %s' % (st_path, ', '.join(missing[:5])))
+unmapped = [n for n in header if n != '__metadata__' and n not in names and
+            not (n == 'lm_head.weight' and cfg.get('tie_word_embeddings'))]
+if unmapped:
+    sys.exit('%s: tensor(s) this writer does not map: %s' % (st_path, ', '.join(unmapped[:5])))
 
 infos = []; blobs = []; off = 0
 def align(n, a=32): return (n + a - 1) // a * a
@@ -95,6 +122,10 @@ for hf, gg in names.items():
     if m['dtype'] != 'BF16':
         sys.exit('%s: tensor %s is %s, expected BF16' % (st_path, hf, m['dtype']))
     shape = m['shape']; b0, b1 = m['data_offsets']
+    elems = 1
+    for d in shape: elems *= d
+    if b1 - b0 != 2 * elems:
+        sys.exit('%s: tensor %s holds %d bytes, its shape %s needs %d' % (st_path, hf, b1 - b0, shape, 2 * elems))
     is_norm = len(shape) == 1
     nbytes = (b1 - b0) * (2 if is_norm else 1)  # 1-D norms widened to f32
     dims = list(reversed(shape))
@@ -103,17 +134,29 @@ for hf, gg in names.items():
     blobs.append((hf, b0, b1, is_norm, off))
     off = align(off + nbytes)
 
-with open(dst, 'wb') as o:
-    o.write(b'GGUF' + struct.pack('<IQQ', 3, len(infos), len(kv)))
-    for k in kv: o.write(k)
-    for t in infos: o.write(t)
-    o.write(b'\0' * (align(o.tell()) - o.tell()))
-    base = o.tell()
-    for hf, b0, b1, is_norm, toff in blobs:
-        o.write(b'\0' * (base + toff - o.tell()))
-        f.seek(data0 + b0)
-        raw = f.read(b1 - b0)
-        if is_norm:
-            raw = b''.join(struct.pack('<I', struct.unpack_from('<H', raw, i)[0] << 16) for i in range(0, len(raw), 2))
-        o.write(raw)
+tmp = dst + '.partial'
+try:
+    with open(tmp, 'xb') as o:
+        o.write(b'GGUF' + struct.pack('<IQQ', 3, len(infos), len(kv)))
+        for k in kv: o.write(k)
+        for t in infos: o.write(t)
+        o.write(b'\0' * (align(o.tell()) - o.tell()))
+        base = o.tell()
+        for hf, b0, b1, is_norm, toff in blobs:
+            o.write(b'\0' * (base + toff - o.tell()))
+            f.seek(data0 + b0)
+            raw = f.read(b1 - b0)
+            if len(raw) != b1 - b0:
+                raise ValueError('%s: tensor %s is cut short (%d of %d bytes)' % (st_path, hf, len(raw), b1 - b0))
+            if is_norm:
+                raw = b''.join(struct.pack('<I', struct.unpack_from('<H', raw, i)[0] << 16) for i in range(0, len(raw), 2))
+            o.write(raw)
+    os.replace(tmp, dst)
+except FileExistsError:
+    sys.exit('%s exists (another conversion running, or left over): not overwritten' % tmp)
+except (OSError, ValueError) as e:
+    if os.path.exists(tmp): os.remove(tmp)
+    sys.exit(str(e))
+finally:
+    f.close()
 print('wrote', dst, len(infos), 'tensors,', len(kv), 'keys')
