@@ -4,7 +4,8 @@
 # header, key/value metadata, tensor infos (ggml dims: innermost first), 32-byte aligned data. Pure python, no numpy,
 # so it runs where pip cannot reach llama.cpp's converter. Handles single-file Qwen3 dense checkpoints (model.safetensors:
 # metainfer synth-model's tiny and 0.6b presets, Qwen3-0.6B): bf16 matrices stay bf16, 1-D norms become f32, a tied
-# lm_head stays tied. Anything it does not map (biases, rope scaling, sharded files) is refused, never dropped.
+# lm_head stays tied (a tied checkpoint's stored lm_head.weight, a copy of the embedding, is not written). Anything
+# else it does not map (biases, rope scaling, sliding windows, sharded files) is refused, never dropped.
 # Usage: python3 bench/tools/hf_to_gguf_bf16.py CHECKPOINT_DIR OUT.gguf   (bench/zen5_avx512bf16_0.6b.md, session 34)
 import json, struct, sys, os
 
@@ -23,16 +24,23 @@ cfg = load_json('config.json')
 cfg_path = os.path.join(src, 'config.json')
 if cfg.get('model_type') != 'qwen3':
     sys.exit('%s: model_type %r, expected "qwen3"' % (cfg_path, cfg.get('model_type')))
-for key, want in (('rope_scaling', None), ('attention_bias', False)):
+for key, want in (('rope_scaling', None), ('attention_bias', False), ('use_sliding_window', False),
+                  ('hidden_act', 'silu')):
     if cfg.get(key, want) != want:
         sys.exit('%s: %s is %r; this writer supports only %r' % (cfg_path, key, cfg.get(key), want))
+if any(t != 'full_attention' for t in cfg.get('layer_types', [])):
+    sys.exit('%s: layer_types other than full_attention are not supported' % cfg_path)
+def is_int(v): return isinstance(v, int) and not isinstance(v, bool)
 for key in ('num_hidden_layers', 'hidden_size', 'intermediate_size', 'num_attention_heads', 'num_key_value_heads',
-            'head_dim', 'rope_theta', 'rms_norm_eps', 'vocab_size', 'max_position_embeddings'):
-    if not isinstance(cfg.get(key), (int, float)):
+            'head_dim', 'vocab_size', 'max_position_embeddings'):
+    if not is_int(cfg.get(key)) or cfg[key] <= 0:
+        sys.exit('%s: %s must be a positive integer, got %r' % (cfg_path, key, cfg.get(key)))
+for key in ('rope_theta', 'rms_norm_eps'):
+    if not isinstance(cfg.get(key), (int, float)) or isinstance(cfg.get(key), bool):
         sys.exit('%s: %s missing or not a number' % (cfg_path, key))
 for key in ('bos_token_id', 'eos_token_id'):
-    if not isinstance(cfg.get(key), int):
-        sys.exit('%s: %s must be one integer, got %r' % (cfg_path, key, cfg.get(key)))
+    if not is_int(cfg.get(key)) or not 0 <= cfg[key] < cfg['vocab_size']:
+        sys.exit('%s: %s must be one integer below vocab_size, got %r' % (cfg_path, key, cfg.get(key)))
 tok = load_json('tokenizer.json')
 if tok.get('model', {}).get('type') != 'BPE':
     sys.exit('%s: tokenizer model type %r, expected "BPE"' % (os.path.join(src, 'tokenizer.json'), tok.get('model', {}).get('type')))
@@ -80,6 +88,9 @@ add('qwen3.attention.layer_norm_rms_epsilon', T_F32, float(cfg['rms_norm_eps']))
 # vocabulary: the BPE vocab and added tokens by id, padded to vocab_size
 V = cfg['vocab_size']
 tokens = [None] * V; types = [1] * V
+ids = list(tok['model']['vocab'].values()) + [a['id'] for a in tok.get('added_tokens', [])]
+if ids and max(ids) >= V:
+    sys.exit('%s: token id %d is not below vocab_size %d' % (os.path.join(src, 'tokenizer.json'), max(ids), V))
 for t, i in tok['model']['vocab'].items(): tokens[i] = t
 for a in tok.get('added_tokens', []):
     tokens[a['id']] = a['content']; types[a['id']] = 3 if a.get('special') else 4
@@ -154,9 +165,10 @@ try:
     os.replace(tmp, dst)
 except FileExistsError:
     sys.exit('%s exists (another conversion running, or left over): not overwritten' % tmp)
-except (OSError, ValueError) as e:
+except BaseException as e:  # errors and Ctrl-C alike: no partial file is left behind
     if os.path.exists(tmp): os.remove(tmp)
-    sys.exit(str(e))
+    if isinstance(e, (OSError, ValueError)): sys.exit(str(e))
+    raise
 finally:
     f.close()
 print('wrote', dst, len(infos), 'tensors,', len(kv), 'keys')
