@@ -2,10 +2,11 @@
 # Writes a Qwen3 Hugging Face checkpoint (bf16 safetensors, tokenizer.json) as a GGUF v3 file for llama.cpp, for a
 # side-by-side benchmark outside the metainfer repository. Written from the GGUF specification (ggml docs/gguf.md):
 # header, key/value metadata, tensor infos (ggml dims: innermost first), 32-byte aligned data. Pure python, no numpy,
-# so it runs where pip cannot reach llama.cpp's converter. Handles single-file Qwen3 dense checkpoints (model.safetensors:
-# metainfer synth-model's tiny and 0.6b presets, Qwen3-0.6B): bf16 matrices stay bf16, 1-D norms become f32, a tied
+# so it runs where pip cannot reach llama.cpp's converter. Handles Qwen3 dense checkpoints in one file
+# (model.safetensors: metainfer synth-model's tiny and 0.6b presets, Qwen3-0.6B) or sharded with an index
+# (model.safetensors.index.json: the 1.7b preset, Qwen3-1.7B): bf16 matrices stay bf16, 1-D norms become f32, a tied
 # lm_head stays tied (a tied checkpoint's stored lm_head.weight, a copy of the embedding, is not written). Anything
-# else it does not map (biases, rope scaling, sliding windows, sharded files) is refused, never dropped.
+# else it does not map (biases, rope scaling, sliding windows) is refused, never dropped.
 # Usage: python3 bench/tools/hf_to_gguf_bf16.py CHECKPOINT_DIR OUT.gguf   (bench/zen5_avx512bf16_0.6b.md, session 34)
 import json, struct, sys, os
 
@@ -17,9 +18,13 @@ if os.path.exists(dst):
 def load_json(name):
     with open(os.path.join(src, name)) as j:
         return json.load(j)
-for need in ('config.json', 'tokenizer.json', 'model.safetensors'):
+for need in ('config.json', 'tokenizer.json'):
     if not os.path.isfile(os.path.join(src, need)):
-        sys.exit('%s: no %s (expected a single-file Hugging Face checkpoint)' % (src, need))
+        sys.exit('%s: no %s (expected a Hugging Face checkpoint directory)' % (src, need))
+single = os.path.join(src, 'model.safetensors')
+index_path = os.path.join(src, 'model.safetensors.index.json')
+if os.path.isfile(single) == os.path.isfile(index_path):
+    sys.exit('%s: expected exactly one of model.safetensors and model.safetensors.index.json' % src)
 cfg = load_json('config.json')
 cfg_path = os.path.join(src, 'config.json')
 if cfg.get('model_type') != 'qwen3':
@@ -44,11 +49,37 @@ for key in ('bos_token_id', 'eos_token_id'):
 tok = load_json('tokenizer.json')
 if tok.get('model', {}).get('type') != 'BPE':
     sys.exit('%s: tokenizer model type %r, expected "BPE"' % (os.path.join(src, 'tokenizer.json'), tok.get('model', {}).get('type')))
-st_path = os.path.join(src, 'model.safetensors')
-f = open(st_path, 'rb')
-hlen = struct.unpack('<Q', f.read(8))[0]
-header = json.loads(f.read(hlen))
-data0 = 8 + hlen
+# Each tensor's file (path, open handle, start of its data) and safetensors header entry. A sharded checkpoint's
+# index maps tensor -> shard; every shard's own header must list the tensors the index puts there, and no more.
+shards = {}  # shard file name -> (path, handle, data start, header)
+def open_shard(name):
+    if name not in shards:
+        if os.path.basename(name) != name or not name.endswith('.safetensors'):
+            sys.exit('%s: shard name %r is not a .safetensors file in the checkpoint directory' % (index_path, name))
+        path = os.path.join(src, name)
+        if not os.path.isfile(path):
+            sys.exit('%s: names %s, which does not exist' % (index_path, path))
+        fh = open(path, 'rb')
+        hlen = struct.unpack('<Q', fh.read(8))[0]
+        shards[name] = (path, fh, 8 + hlen, json.loads(fh.read(hlen)))
+    return shards[name]
+if os.path.isfile(single):
+    weight_map = {n: 'model.safetensors' for n in open_shard('model.safetensors')[3] if n != '__metadata__'}
+else:
+    weight_map = load_json('model.safetensors.index.json').get('weight_map')
+    if not isinstance(weight_map, dict) or not weight_map:
+        sys.exit('%s: no weight_map' % index_path)
+header = {}; where = {}
+for n, shard in weight_map.items():
+    path, fh, data0, h = open_shard(shard)
+    if n not in h:
+        sys.exit('%s: the index puts %s in %s, whose header does not list it' % (index_path, n, path))
+    header[n] = h[n]; where[n] = (path, fh, data0)
+for name, (path, fh, data0, h) in shards.items():
+    extra = [n for n in h if n != '__metadata__' and weight_map.get(n) != name]
+    if extra:
+        sys.exit('%s: tensor(s) the index does not place in this file: %s' % (path, ', '.join(extra[:5])))
+st_path = index_path if os.path.isfile(index_path) else single
 
 T_U32, T_I32, T_F32, T_BOOL, T_STR, T_ARR = 4, 5, 6, 7, 8, 9
 def s_str(x):
@@ -130,13 +161,14 @@ infos = []; blobs = []; off = 0
 def align(n, a=32): return (n + a - 1) // a * a
 for hf, gg in names.items():
     m = header[hf]
+    tpath = where[hf][0]
     if m['dtype'] != 'BF16':
-        sys.exit('%s: tensor %s is %s, expected BF16' % (st_path, hf, m['dtype']))
+        sys.exit('%s: tensor %s is %s, expected BF16' % (tpath, hf, m['dtype']))
     shape = m['shape']; b0, b1 = m['data_offsets']
     elems = 1
     for d in shape: elems *= d
     if b1 - b0 != 2 * elems:
-        sys.exit('%s: tensor %s holds %d bytes, its shape %s needs %d' % (st_path, hf, b1 - b0, shape, 2 * elems))
+        sys.exit('%s: tensor %s holds %d bytes, its shape %s needs %d' % (tpath, hf, b1 - b0, shape, 2 * elems))
     is_norm = len(shape) == 1
     nbytes = (b1 - b0) * (2 if is_norm else 1)  # 1-D norms widened to f32
     dims = list(reversed(shape))
@@ -155,10 +187,11 @@ try:
         base = o.tell()
         for hf, b0, b1, is_norm, toff in blobs:
             o.write(b'\0' * (base + toff - o.tell()))
-            f.seek(data0 + b0)
-            raw = f.read(b1 - b0)
+            tpath, fh, data0 = where[hf]
+            fh.seek(data0 + b0)
+            raw = fh.read(b1 - b0)
             if len(raw) != b1 - b0:
-                raise ValueError('%s: tensor %s is cut short (%d of %d bytes)' % (st_path, hf, len(raw), b1 - b0))
+                raise ValueError('%s: tensor %s is cut short (%d of %d bytes)' % (tpath, hf, len(raw), b1 - b0))
             if is_norm:
                 raw = b''.join(struct.pack('<I', struct.unpack_from('<H', raw, i)[0] << 16) for i in range(0, len(raw), 2))
             o.write(raw)
@@ -170,5 +203,5 @@ except BaseException as e:  # errors and Ctrl-C alike: no partial file is left b
     if isinstance(e, (OSError, ValueError)): sys.exit(str(e))
     raise
 finally:
-    f.close()
+    for _, fh, _, _ in shards.values(): fh.close()
 print('wrote', dst, len(infos), 'tensors,', len(kv), 'keys')
