@@ -26,13 +26,13 @@
 #include "common/bf16.h"
 #include "common/error.h"
 #include "model/linear.h"
-#include "model/resident_weights.h"  // release_mapped_range
+#include "model/resident_weights.h"  // release_mapped_range, allocate_weight_array
 #include "runtime/thread_pool.h"
 
 namespace mi::model {
 
 struct Int8Matrix {
-  std::unique_ptr<int8_t[]> q;      // [rows, cols] row-major
+  WeightArray<int8_t> q;            // [rows, cols] row-major, in 2 MiB pages (resident_weights.h)
   std::unique_ptr<float[]> scale;   // [rows]
   int rows = 0, cols = 0;
   std::size_t bytes() const { return std::size_t(rows) * std::size_t(cols) + std::size_t(rows) * sizeof(float); }
@@ -87,7 +87,7 @@ Int8Matrix quantize_int8(runtime::ThreadPool& pool, const W* w, int rows, int co
   Int8Matrix m;
   m.rows = rows;
   m.cols = cols;
-  m.q.reset(new int8_t[std::size_t(rows) * std::size_t(cols)]);  // uninitialised: every element is written below
+  m.q = allocate_weight_array<int8_t>(std::size_t(rows) * std::size_t(cols), "weight '" + name + "' (int8)");
   m.scale.reset(new float[std::size_t(rows)]);
   const std::size_t participants = std::size_t(std::max(1, pool.size()));
   std::unique_ptr<int[]> bad_row(new int[participants]);  // per chunk: the first row with a non-finite value, or -1

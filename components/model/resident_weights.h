@@ -10,7 +10,15 @@
 // 340-427 GFLOP/s, copied 64-byte aligned 427-472, copied to 56 mod 64 again 382-417; one token 72-78 GB/s in all
 // three. Engine (Qwen3-0.6B shape, fast, `ENGINE bench --parts batch,profile --batch 1,8 --profile-prompt 256`,
 // alternated): B = 8 step 43.0-45.5 -> 35.2-39.2 ms, B = 1 and the 256-token prefill inside the host's noise.
-// A source already on a 64-byte boundary stays where it is (mapped, shared through the page cache).
+// A small source (under 2 MiB) already on a 64-byte boundary stays where it is (mapped, shared through the page
+// cache). A larger one is copied even when aligned, for its pages: the file mapping is made of 4 KiB pages, and a
+// decode step that streams hundreds of MiB through 4 KiB pages pays a TLB miss per page and loses the hardware
+// prefetchers at every page boundary (they do not cross pages), where the copy sits in 2 MiB pages. Measured on AMD
+// Zen 5 (EPYC "Turin" VM, 2 threads), Qwen3-1.7B shape (synth-model --preset 1.7b, two shards, where about 2 GB of
+// the 3.3 GB of matrices happened to start on a line and stayed mapped), fast engine, `ENGINE bench --parts profile
+// --profile-prompt 64`, engines alternated over 6 rounds: decode step 74-107 ms (median 93.4) -> 64-81 (74.0), 6 of
+// 6 rounds; the prefill's linears 437 -> 395 ms. The 0.6B checkpoint's tensors all sit at 56 mod 64 and were copied
+// already. int8 engines keep their quantised matrices in the same kind of memory (allocate_weight_array).
 // The arithmetic does not depend on where a row lives, so every result is bitwise what the mapped weights gave.
 //
 // Memory: each chunk's source pages are released once copied (release_mapped_range), so while loading the process
@@ -26,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,41 +54,64 @@ inline void release_mapped_range(const void* p, std::size_t bytes) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice: failure is harmless
 }
 
+constexpr std::size_t kWeightHugePage = std::size_t(2) << 20;
+
+// Unmaps the memory of an allocate_weight_array() array.
+struct WeightMemoryRelease {
+  void* base = nullptr;
+  std::size_t reserved = 0;
+  template <class P>
+  void operator()(P) const noexcept {
+    if (base != nullptr) munmap(base, reserved);
+  }
+};
+template <class T>
+using WeightArray = std::unique_ptr<T[], WeightMemoryRelease>;
+
+// `count` elements of T in fresh anonymous memory (zero pages until written) for a weight matrix that every decode
+// step streams: from 2 MiB on the array starts on a 2 MiB boundary and its whole 2 MiB extents are advised
+// MADV_HUGEPAGE (transparent huge pages where the kernel offers them; THP "madvise" mode, common, gives none to
+// malloc'd memory), smaller arrays start on a page. `what` names the weight in an allocation error.
+template <class T>
+WeightArray<T> allocate_weight_array(std::size_t count, const std::string& what) {
+  const std::size_t bytes = count * sizeof(T);
+  const bool huge = bytes >= kWeightHugePage;
+  // Huge pages need 2 MiB-aligned extents: reserve one more and start at the first boundary inside.
+  const std::size_t reserve =
+      huge ? (bytes + kWeightHugePage - 1) / kWeightHugePage * kWeightHugePage + kWeightHugePage : std::max<std::size_t>(bytes, 1);
+  void* mapped = mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED)
+    fail(what, ": could not allocate ", bytes, " bytes (", std::strerror(errno),
+         "); the engine holds every projection matrix in memory, so it needs about the checkpoint's size free");
+  auto* data = static_cast<std::byte*>(mapped);
+  if (huge) {
+    data = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(mapped) + kWeightHugePage - 1) /
+                                        kWeightHugePage * kWeightHugePage);
+#ifdef MADV_HUGEPAGE
+    // Whole extents only: a huge page over the tail would make up to 2 MiB resident for a few bytes.
+    madvise(data, bytes / kWeightHugePage * kWeightHugePage, MADV_HUGEPAGE);  // advice: no error if refused
+#endif
+  }
+  return WeightArray<T>(reinterpret_cast<T*>(data), WeightMemoryRelease{mapped, reserve});
+}
+
 class ResidentWeights {
  public:
   ResidentWeights() = default;
   ResidentWeights(const ResidentWeights&) = delete;
   ResidentWeights& operator=(const ResidentWeights&) = delete;
-  ~ResidentWeights() {
-    for (const Region& r : regions_) munmap(r.base, r.bytes);
-  }
 
-  // src[0, count) as the linear layers should read it: src itself when it already starts on a 64-byte boundary (or
-  // is empty), else a copy in owned, 64-byte-aligned memory, the source's pages released as they are copied.
+  // src[0, count) as the linear layers should read it: src itself when it is empty, or under 2 MiB and already on a
+  // 64-byte boundary; else a copy in owned memory (allocate_weight_array: 64-byte aligned, 2 MiB pages from 2 MiB
+  // on; the file comment says why), the source's pages released as they are copied.
   // Precondition: src lies in a read-only file mapping (the checkpoint), whose released pages read back the file.
   // `name` names the tensor in an allocation error.
   template <class T>
   const T* adopt(runtime::ThreadPool& pool, const T* src, std::size_t count, const std::string& name) {
     const std::size_t bytes = count * sizeof(T);
-    if (bytes == 0 || reinterpret_cast<std::uintptr_t>(src) % kLine == 0) return src;
-    const bool huge = bytes >= kHugePage;
-    // Huge pages need 2 MiB-aligned extents: reserve one more and start at the first boundary inside.
-    const std::size_t reserve = huge ? (bytes + kHugePage - 1) / kHugePage * kHugePage + kHugePage : bytes;
-    regions_.reserve(regions_.size() + 1);  // so recording the mapping below cannot throw and leak it
-    void* mapped = mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mapped == MAP_FAILED)
-      fail("weight '", name, "': could not allocate ", bytes, " bytes for its aligned copy (", std::strerror(errno),
-           "); the engine holds every projection matrix in memory, so it needs about the checkpoint's size free");
-    regions_.push_back({mapped, reserve});
-    auto* dst = static_cast<std::byte*>(mapped);
-    if (huge) {
-      dst = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(mapped) + kHugePage - 1) / kHugePage *
-                                         kHugePage);
-#ifdef MADV_HUGEPAGE
-      // Whole extents only: a huge page over the tail would make up to 2 MiB resident for a few bytes.
-      madvise(dst, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice: no error if refused
-#endif
-    }
+    if (bytes == 0 || (reinterpret_cast<std::uintptr_t>(src) % kLine == 0 && bytes < kWeightHugePage)) return src;
+    regions_.push_back(allocate_weight_array<std::byte>(bytes, "weight '" + name + "'"));
+    std::byte* dst = regions_.back().get();
     // Chunks of kChunk bytes on the thread pool, each copied and then its source pages released.
     const auto* from = reinterpret_cast<const std::byte*>(src);
     const int chunks = int((bytes + kChunk - 1) / kChunk);
@@ -96,13 +128,8 @@ class ResidentWeights {
 
  private:
   static constexpr std::size_t kLine = 64;
-  static constexpr std::size_t kHugePage = std::size_t(2) << 20;
   static constexpr std::size_t kChunk = std::size_t(1) << 20;  // a 1024 x 1024 bf16 matrix splits over 2 threads
-  struct Region {
-    void* base;
-    std::size_t bytes;
-  };
-  std::vector<Region> regions_;
+  std::vector<WeightArray<std::byte>> regions_;
 };
 
 }  // namespace mi::model

@@ -150,4 +150,16 @@ TEST(Int8Weights, ReleasedMappedRangeReadsBackTheFile) {
   unlink(path);
 }
 
+// The quantised codes live in weight memory (resident_weights.h allocate_weight_array): a matrix of 2 MiB or more
+// starts on a 2 MiB boundary, where its whole extents can be huge pages, as the bf16 engines' copied matrices do.
+TEST(Int8Weights, LargeMatrixCodesStartOnATwoMebibyteBoundary) {
+  mi::runtime::ThreadPool pool(2);
+  const int rows = 1024 + 3, cols = 2048;
+  std::vector<float> w(std::size_t(rows) * cols);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 255) - 127) / 64.0f;
+  const Int8Matrix m = mi::model::quantize_int8(pool, w.data(), rows, cols, "w");
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(m.q.get()) % (std::size_t(2) << 20), 0u);
+  EXPECT_EQ(m.q[std::size_t(rows) * cols - 1], int8_t(std::nearbyint(w.back() / m.scale[rows - 1])));
+}
+
 }  // namespace

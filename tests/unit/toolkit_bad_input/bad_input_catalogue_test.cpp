@@ -82,7 +82,8 @@ json config_of(const fs::path& dir) { return json::parse(slurp(dir / "config.jso
 
 // The checkpoint's safetensors header padded with spaces (as the format allows) so that its data, and so every tensor
 // of the golden tiny model (sizes multiples of 64 bytes), starts on a 64-byte boundary: the engine then keeps the
-// projections mapped instead of copying them at load (model/resident_weights.h), and its forward reads the file.
+// projections (each under 2 MiB) mapped instead of copying them at load (model/resident_weights.h), and its forward
+// reads the file.
 void align_tensors(const fs::path& file) {
   std::string bytes = slurp(file);
   uint64_t n = 0;
