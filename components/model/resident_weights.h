@@ -56,7 +56,9 @@ inline void release_mapped_range(const void* p, std::size_t bytes) {
 
 constexpr std::size_t kWeightHugePage = std::size_t(2) << 20;
 
-// Unmaps the memory of an allocate_weight_array() array.
+// Unmaps the memory of an allocate_weight_array() array. It unmaps the mapping it was made with and ignores the
+// pointer it is handed, so a WeightArray must only ever hold what allocate_weight_array returned (never reset() it
+// with other memory: assign a new allocate_weight_array() result instead).
 struct WeightMemoryRelease {
   void* base = nullptr;
   std::size_t reserved = 0;
@@ -82,7 +84,8 @@ WeightArray<T> allocate_weight_array(std::size_t count, const std::string& what)
   void* mapped = mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mapped == MAP_FAILED)
     fail(what, ": could not allocate ", bytes, " bytes (", std::strerror(errno),
-         "); the engine holds every projection matrix in memory, so it needs about the checkpoint's size free");
+         "); the engine holds every projection matrix in memory (an int8 engine about half the checkpoint's size, else"
+         " about its size)");
   auto* data = static_cast<std::byte*>(mapped);
   if (huge) {
     data = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(mapped) + kWeightHugePage - 1) /

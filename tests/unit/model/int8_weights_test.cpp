@@ -1,6 +1,7 @@
 // int8 weights (components/model/int8_weights.h, ckb/contracts/int8_weights.toml): the quantisation formula on hand-
 // picked rows (ties to even, the all-zero row, clamping), the refusal of non-finite weights, the linear layer
-// against a double-precision product with the dequantised matrix, and the release of a mapped range.
+// against a double-precision product with the dequantised matrix, the release of a mapped range, and where the codes
+// live (2 MiB-aligned weight memory).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>

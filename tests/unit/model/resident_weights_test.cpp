@@ -118,6 +118,25 @@ TEST(ResidentWeights, AnAlignedMatrixOfTwoMebibytesOrMoreIsCopiedIntoHugePageAli
   }
 }
 
+// The VmFlags line of the /proc/self/smaps entry whose range holds `p`, or "" if none does.
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in = false;
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  while (std::getline(smaps, line)) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-' && line.find(':') > line.find(' ')) {
+      in = lo <= at && at < hi;
+      continue;
+    }
+    if (in && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
+}
+
 TEST(WeightArray, LargeArraysStartOnATwoMebibyteBoundarySmallOnesOnAPage) {
   const std::size_t huge = std::size_t(2) << 20, page = std::size_t(sysconf(_SC_PAGESIZE));
   const auto big = mi::model::allocate_weight_array<std::int8_t>(huge * 3 + 17, "big");
@@ -126,6 +145,13 @@ TEST(WeightArray, LargeArraysStartOnATwoMebibyteBoundarySmallOnesOnAPage) {
   big[huge * 3 + 16] = 5;  // the last element is inside the mapping
   EXPECT_EQ(big[huge * 3 + 16], 5);
   EXPECT_EQ(big[0], 0);  // fresh anonymous memory reads as zero
+  // Its whole 2 MiB extents carry the huge-page advice (VmFlags "hg", set by MADV_HUGEPAGE whatever THP's mode),
+  // where the kernel has transparent huge pages at all.
+  if (access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0) {
+    const std::string flags = vm_flags_of(big.get());
+    ASSERT_FALSE(flags.empty()) << "mapping not found in /proc/self/smaps";
+    EXPECT_NE((flags + " ").find(" hg "), std::string::npos) << flags;
+  }
   const auto small = mi::model::allocate_weight_array<float>(100, "small");
   ASSERT_NE(small.get(), nullptr);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.get()) % page, 0u);
