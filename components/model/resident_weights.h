@@ -79,8 +79,8 @@ WeightArray<T> allocate_weight_array(std::size_t count, const std::string& what)
   const std::size_t bytes = count * sizeof(T);
   const bool huge = bytes >= kWeightHugePage;
   // Huge pages need 2 MiB-aligned extents: reserve one more and start at the first boundary inside.
-  const std::size_t reserve =
-      huge ? (bytes + kWeightHugePage - 1) / kWeightHugePage * kWeightHugePage + kWeightHugePage : std::max<std::size_t>(bytes, 1);
+  const std::size_t whole_pages = (bytes + kWeightHugePage - 1) / kWeightHugePage * kWeightHugePage;
+  const std::size_t reserve = huge ? whole_pages + kWeightHugePage : std::max<std::size_t>(bytes, 1);
   void* mapped = mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mapped == MAP_FAILED)
     fail(what, ": could not allocate ", bytes, " bytes (", std::strerror(errno),
