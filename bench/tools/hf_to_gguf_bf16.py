@@ -54,7 +54,7 @@ if tok.get('model', {}).get('type') != 'BPE':
 shards = {}  # shard file name -> (path, handle, data start, header)
 def open_shard(name):
     if name not in shards:
-        if os.path.basename(name) != name or not name.endswith('.safetensors'):
+        if not isinstance(name, str) or os.path.basename(name) != name or not name.endswith('.safetensors'):
             sys.exit('%s: shard name %r is not a .safetensors file in the checkpoint directory' % (index_path, name))
         path = os.path.join(src, name)
         if not os.path.isfile(path):
