@@ -127,6 +127,31 @@ json engine_self_bench(const fs::path& binary, const fs::path& checkpoint, const
   }
 }
 
+// llama-bench's `pp P`: the engine's own bench (`ENGINE bench --parts matrix`) prefills P tokens in one process,
+// after --warmup unmeasured runs of the same prompt, --runs times, as llama-bench times its pp after a warm-up
+// prompt. What a fresh process's first prefill adds on top (touching its KV blocks and scratch for the first time,
+// slow where the VM's host must back the pages) stays in the cells' TTFT; the pp row compares like with like.
+// Returns {"metrics": {ttft_ms, prefill_tok_s}, ...} or {"available": false, "reason": ...}.
+json warm_prefill(const fs::path& binary, const fs::path& checkpoint, int prompt, int runs, int warmup, int threads,
+                  double timeout_s, std::string& error) {
+  const json r = engine_self_bench(binary, checkpoint, {"--parts", "matrix", "--prompts", std::to_string(prompt), "--gens", "2",
+                                   "--runs", std::to_string(runs), "--warmup", std::to_string(std::max(1, warmup)),
+                                   "--threads", std::to_string(threads)},
+                                   timeout_s, error);
+  if (r.is_object() && r.contains("cells") && r["cells"].is_array())
+    for (const json& c : r["cells"])
+      if (c.value("prompt_tokens", -1) == prompt && c.contains("metrics") && c["metrics"].contains("prefill_tok_s") &&
+          c["metrics"]["prefill_tok_s"].is_object() && c["metrics"]["prefill_tok_s"].contains("mean") &&
+          c["metrics"]["prefill_tok_s"]["mean"].is_number())
+        return {{"available", true},
+                {"source", "ENGINE bench --parts matrix (in-process, after " + std::to_string(std::max(1, warmup)) +
+                               " warm-up prefill(s) of the same prompt)"},
+                {"runs", runs},
+                {"metrics", {{"ttft_ms", c["metrics"]["ttft_ms"]}, {"prefill_tok_s", c["metrics"]["prefill_tok_s"]}}}};
+  if (error.empty()) error = "the engine's report has no cell for prompt " + std::to_string(prompt);
+  return {{"available", false}, {"reason", "not available: " + error}};
+}
+
 std::string verification_state(const fs::path& dir) {
   try {
     return json::parse(generator::read_file(dir / "reports" / "verification.json")).value("state", "unknown");
@@ -224,6 +249,10 @@ json run_bench(const BenchOptions& o) {
   for (const Cell& c : cells)
     total += (o.warmup + o.runs) * run_weight(c.prompt_tokens, c.gen_tokens) * (with_baseline ? 2 : 1);
   if (chunk_study) total += chunks.size() * (o.warmup + o.runs) * run_weight(chunk_prompt, 1);
+  std::vector<int> warm_prompts;  // each prompt length's warm (llama-bench-style) prefill, measured at its first cell
+  for (const Cell& c : cells)
+    if (std::find(warm_prompts.begin(), warm_prompts.end(), c.prompt_tokens) == warm_prompts.end()) warm_prompts.push_back(c.prompt_tokens);
+  for (int p : warm_prompts) total += (std::max(1, o.warmup) + o.runs) * run_weight(p, 2);
   Progress progress(o.progress, total);
 
   // 2. Start-up: process start, mapping the weights and one 1-token step, the best of several runs (what TTFT
@@ -243,6 +272,7 @@ json run_bench(const BenchOptions& o) {
 
   // 3. The matrix, ours and the baseline interleaved.
   json cell_reports = json::array();
+  std::map<int, json> warm_pp;  // prompt length -> warm_prefill()
   const std::vector<std::string> keys = [] {
     std::vector<std::string> k;
     for (const auto& m : cell_metrics()) k.push_back(m.key);
@@ -256,6 +286,15 @@ json run_bench(const BenchOptions& o) {
     std::vector<std::string> baseline_notes;
     int below_noise = 0, unresolved = 0;
     std::string cell_error;
+    if (!warm_pp.count(c.prompt_tokens)) {  // before the first cell of this prompt length, beside the baseline's pp
+      progress.line("pp " + std::to_string(c.prompt_tokens) + " warm (engine bench, in-process)",
+                    (std::max(1, o.warmup) + o.runs) * run_weight(c.prompt_tokens, 2));
+      std::string error;
+      warm_pp[c.prompt_tokens] = warm_prefill(engine.binary, runner.view(), c.prompt_tokens, o.runs, o.warmup, threads, o.timeout_s, error);
+      progress.done();
+      if (!warm_pp[c.prompt_tokens].value("available", false))
+        errors.push_back({{"cell", "pp " + std::to_string(c.prompt_tokens) + " warm"}, {"who", "ours"}, {"error", error}});
+    }
     for (int i = 0; i < o.warmup + o.runs && cell_error.empty(); ++i) {
       const bool warm = i < o.warmup;
       const std::string run_label = warm ? "warm-up " + std::to_string(i + 1) + "/" + std::to_string(o.warmup)
@@ -344,7 +383,9 @@ json run_bench(const BenchOptions& o) {
                             {"skipped", "prompt + generated tokens = " + std::to_string(c.prompt_tokens + c.gen_tokens) +
                                             " exceeds the engine's max_context of " + std::to_string(max_context)}});
 
-  // 4. llama-bench-style rows: "pp P" from the cell (P, shortest generation), "tg N" from the cell (shortest prompt, N).
+  // 4. llama-bench-style rows: "pp P" from the warm in-process prefill of P tokens (warm_prefill; the cell (P, shortest
+  // generation)'s cold-process figure beside it, and instead of it if the engine could not measure it), "tg N" from the
+  // cell (shortest prompt, N).
   json llama_rows = json::array();
   auto find_cell = [&](int p, int g) -> const json* {
     for (const json& cr : cell_reports)
@@ -368,6 +409,23 @@ json run_bench(const BenchOptions& o) {
     for (int g : o.matrix.gens)
       if (!best) best = find_cell(p, g);
     add_row("pp " + std::to_string(p), best, "pp_tok_s");
+    if (!best) continue;
+    json& row = llama_rows.back();
+    row["cold_tok_s"] = row["tok_s"];  // a fresh process's first prefill (the cell's TTFT)
+    const auto w = warm_pp.find(p);
+    if (w == warm_pp.end() || !w->second.value("available", false)) {
+      row["source"] = "cold";
+      continue;
+    }
+    row["source"] = "warm";
+    row["warm"] = w->second;
+    row["tok_s"] = w->second["metrics"]["prefill_tok_s"];
+    const double warm_mean = mean_of(w->second["metrics"], "prefill_tok_s");
+    row["fraction_of_bound"] = finite_or_null(warm_mean / row["bound_tok_s"].get<double>());
+    if (best->contains("baseline")) {
+      const double theirs = mean_of((*best)["baseline"]["metrics"], "pp_tok_s");
+      row["ratio"] = std::isfinite(theirs) && theirs > 0 ? finite_or_null(warm_mean / theirs) : json(nullptr);
+    }
   }
   for (int g : o.matrix.gens) {
     const json* best = nullptr;

@@ -150,15 +150,18 @@ std::string to_markdown(const json& r) {
     md << "\n";
   }
 
-  md << "## llama-bench style\n\n`pp P` = prompt tokens/s of the cell (P, shortest generation); `tg N` = generated tokens/s of the "
+  md << "## llama-bench style\n\n`pp P` = prompt tokens/s of P tokens prefilled in one engine process after a warm-up prefill of the "
+        "same prompt, as llama-bench times its pp (source `warm`; `cold` = the cell (P, shortest generation)'s fresh-process "
+        "TTFT, shown in the last column, used when the warm figure could not be measured); `tg N` = generated tokens/s of the "
         "cell (shortest prompt, N), measured after that prompt (llama-bench's tg starts from an empty context).\n\n";
-  md << "| test | t/s | bound t/s | % of bound |" << (any_baseline ? " baseline t/s | ratio |" : "") << "\n|---|---:|---:|---:|"
-     << (any_baseline ? "---:|---:|" : "") << "\n";
+  md << "| test | t/s | bound t/s | % of bound |" << (any_baseline ? " baseline t/s | ratio |" : "") << " source | cold-process t/s |\n|---|---:|---:|---:|"
+     << (any_baseline ? "---:|---:|" : "") << "---|---:|\n";
   for (const json& row : r["llama_bench"]) {
     md << "| " << row["test"].get<std::string>() << " | " << format_stat(row["tok_s"]) << " | " << num(row["bound_tok_s"]) << " | "
        << percent(row["fraction_of_bound"]) << " |";
     if (any_baseline) md << " " << format_stat(row.value("baseline_tok_s", json(nullptr))) << " | " << num(row.value("ratio", json(nullptr))) << " |";
-    md << "\n";
+    md << " " << row.value("source", std::string("—")) << " | " << (row.contains("cold_tok_s") ? format_stat(row["cold_tok_s"]) : std::string("—"))
+       << " |\n";
   }
   md << "\n## Supplementary runs\n\n";
   const json& sup = r["supplementary"];

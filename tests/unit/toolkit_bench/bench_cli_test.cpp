@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <set>
 
 #include "../toolkit_support.h"
@@ -126,6 +127,33 @@ TEST_F(BenchCli, QuickMatrixReportHasEveryCellMetricAndBound) {
   std::vector<std::string> tests;
   for (const json& row : rep["llama_bench"]) tests.push_back(row["test"]);
   EXPECT_EQ(tests, (std::vector<std::string>{"pp 11", "pp 64", "tg 16", "tg 32"}));
+  // pp P as llama-bench times it: P tokens prefilled in one engine process after a warm-up prefill, --runs times; the
+  // cell (P, shortest generation)'s fresh-process figure beside it.
+  for (const json& row : rep["llama_bench"]) {
+    SCOPED_TRACE(row.dump());
+    if (row["test"].get<std::string>().rfind("pp ", 0) != 0) {
+      EXPECT_FALSE(row.contains("source"));
+      continue;
+    }
+    EXPECT_EQ(row["source"], "warm");
+    const int p = std::stoi(row["test"].get<std::string>().substr(3));
+    ASSERT_TRUE(row["warm"]["available"].get<bool>());
+    EXPECT_TRUE(positive(row["tok_s"]));
+    EXPECT_EQ(row["tok_s"]["n"], 2) << "one measurement per --runs";
+    EXPECT_EQ(row["tok_s"], row["warm"]["metrics"]["prefill_tok_s"]);
+    EXPECT_TRUE(positive(row["warm"]["metrics"]["ttft_ms"]));
+    EXPECT_NEAR(row["tok_s"]["mean"].get<double>(), p / (row["warm"]["metrics"]["ttft_ms"]["mean"].get<double>() / 1e3),
+                0.5 * row["tok_s"]["mean"].get<double>()) << "P / TTFT, run by run";
+    const json* cell = nullptr;
+    for (const json& c : rep["cells"])
+      if (c["prompt_tokens"] == p && c["gen_tokens"] == 16) cell = &c;
+    ASSERT_NE(cell, nullptr);
+    EXPECT_EQ(row["cold_tok_s"], (*cell)["metrics"]["pp_tok_s"]);
+    EXPECT_NEAR(row["fraction_of_bound"].get<double>(),
+                row["tok_s"]["mean"].get<double>() / row["bound_tok_s"].get<double>(), 1e-12);
+  }
+  EXPECT_NE(r.out.find("| warm |"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("pp 64 warm"), std::string::npos) << r.err;
 
   // Supplementary: chunked prefill at p = 64 (none, 16, 32).
   const json& sup = rep["supplementary"];
@@ -206,7 +234,15 @@ TEST_F(BenchCli, BaselineCommandWithLlamaBenchJsonGivesRatios) {
     }
     EXPECT_GT(c["ratio"]["peak_rss_mb"].get<double>(), 0);
   }
-  for (const json& row : rep["llama_bench"]) EXPECT_TRUE(row.contains("baseline_tok_s")) << row.dump();
+  for (const json& row : rep["llama_bench"]) {
+    SCOPED_TRACE(row.dump());
+    EXPECT_TRUE(row.contains("baseline_tok_s"));
+    // pp's ratio compares our warm prefill with the baseline's pp (llama-bench times its pp warm too).
+    if (row["test"].get<std::string>().rfind("pp ", 0) == 0) {
+      ASSERT_EQ(row["source"], "warm");
+      EXPECT_NEAR(row["ratio"].get<double>(), row["tok_s"]["mean"].get<double>() / 123.4, 1e-9 * row["ratio"].get<double>());
+    }
+  }
   EXPECT_NE(r.out.find("## Baseline"), std::string::npos);
   EXPECT_NE(r.err.find("baseline"), std::string::npos) << "progress names the baseline runs";
   EXPECT_NE(mi::generator::read_file(path("baseline.svg")).find("baseline"), std::string::npos);
@@ -226,6 +262,37 @@ TEST_F(BenchCli, BaselineCommandWithLlamaBenchJsonGivesRatios) {
                               "--bandwidth-mib", "64", "--baseline-cmd", "echo not json", "--json", path("bad.json").string()});
   EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
   EXPECT_FALSE(read_json(path("bad.json"))["errors"].empty());
+}
+
+// An engine whose in-process bench cannot measure the warm prefill (here a wrapper that runs `generate` but refuses
+// `bench`): the pp row falls back to the cell's cold-process figure, says so, and the run reports the failure.
+TEST_F(BenchCli, PpRowFallsBackToTheColdFigureWhenTheWarmOneCannotBeMeasured) {
+  const fs::path wrapped = path("no-self-bench");
+  fs::create_directories(wrapped);
+  for (const char* f : {"MANIFEST.json", "plan.json"}) fs::copy_file(engine() / f, wrapped / f);
+  const std::string binary = read_json(engine() / "MANIFEST.json")["binary"].get<std::string>();
+  fs::create_directories((wrapped / binary).parent_path());
+  {
+    std::ofstream script(wrapped / binary);
+    script << "#!/bin/sh\nif [ \"$1\" = bench ]; then echo 'bench: not in this build' >&2; exit 3; fi\nexec '"
+           << (engine() / binary).string() << "' \"$@\"\n";
+  }
+  fs::permissions(wrapped / binary, fs::perms::owner_all);
+  const auto r = metainfer({"bench", wrapped.string(), "--model", golden("qwen3-tiny").string(), "--prompts", "11", "--gens", "4",
+                            "--runs", "1", "--threads", "1", "--no-supplementary", "--bandwidth-mib", "64", "--json",
+                            path("cold-pp.json").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const json rep = read_json(path("cold-pp.json"));
+  bool reported = false;
+  for (const json& e : rep["errors"]) reported = reported || (e["cell"] == "pp 11 warm" && e["error"].dump().find("exit 3") != std::string::npos);
+  EXPECT_TRUE(reported) << rep["errors"].dump();
+  ASSERT_FALSE(rep["llama_bench"].empty());
+  const json& pp = rep["llama_bench"][0];
+  EXPECT_EQ(pp["test"], "pp 11");
+  EXPECT_EQ(pp["source"], "cold");
+  EXPECT_FALSE(pp.contains("warm"));
+  EXPECT_EQ(pp["tok_s"], rep["cells"][0]["metrics"]["pp_tok_s"]);
+  EXPECT_EQ(pp["cold_tok_s"], pp["tok_s"]);
 }
 
 // --profile: the engine's per-op profile of one decode step and one prefill, with the machine limits metainfer
