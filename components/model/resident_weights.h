@@ -34,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,6 +77,9 @@ using WeightArray = std::unique_ptr<T[], WeightMemoryRelease>;
 // malloc'd memory), smaller arrays start on a page. `what` names the weight in an allocation error.
 template <class T>
 WeightArray<T> allocate_weight_array(std::size_t count, const std::string& what) {
+  // A count whose bytes (or their 2 MiB rounding) do not fit a size_t would allocate a wrapped-around size.
+  if (count > (std::numeric_limits<std::size_t>::max() - 2 * kWeightHugePage) / sizeof(T))
+    fail(what, ": could not allocate ", count, " elements of ", sizeof(T), " bytes (more than the address space)");
   const std::size_t bytes = count * sizeof(T);
   const bool huge = bytes >= kWeightHugePage;
   // Huge pages need 2 MiB-aligned extents: reserve one more and start at the first boundary inside.

@@ -11,12 +11,14 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/bf16.h"
+#include "common/error.h"
 #include "model/resident_weights.h"
 #include "runtime/thread_pool.h"
 
@@ -157,6 +159,30 @@ TEST(WeightArray, LargeArraysStartOnATwoMebibyteBoundarySmallOnesOnAPage) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.get()) % page, 0u);
   const auto none = mi::model::allocate_weight_array<float>(0, "empty");  // a valid, releasable mapping
   EXPECT_NE(none.get(), nullptr);
+}
+
+// An allocation the system refuses (here more than the address space) fails with the weight's name, the size asked
+// for and the system's reason; a count whose size would wrap around is refused before any mapping is made.
+TEST(WeightArray, AnAllocationThatCannotBeMadeNamesTheWeightTheSizeAndTheReason) {
+  const std::string name = "model.layers.3.mlp.up_proj.weight";
+  const std::size_t too_many = std::size_t(1) << 60;  // 1 EiB: beyond any x86-64 address space
+  try {
+    (void)mi::model::allocate_weight_array<std::int8_t>(too_many, name);
+    FAIL() << "1 EiB was allocated";
+  } catch (const mi::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(name), std::string::npos) << what;
+    EXPECT_NE(what.find(std::to_string(too_many) + " bytes"), std::string::npos) << what;
+    EXPECT_NE(what.find(std::strerror(ENOMEM)), std::string::npos) << what;
+  }
+  try {
+    (void)mi::model::allocate_weight_array<float>(std::numeric_limits<std::size_t>::max() / 2, name);
+    FAIL() << "a wrapped-around size was allocated";
+  } catch (const mi::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(name), std::string::npos) << what;
+    EXPECT_NE(what.find("more than the address space"), std::string::npos) << what;
+  }
 }
 
 }  // namespace
