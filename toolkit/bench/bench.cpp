@@ -132,22 +132,32 @@ json engine_self_bench(const fs::path& binary, const fs::path& checkpoint, const
 // prompt. What a fresh process's first prefill adds on top (touching its KV blocks and scratch for the first time,
 // slow where the VM's host must back the pages) stays in the cells' TTFT; the pp row compares like with like.
 // Returns {"metrics": {ttft_ms, prefill_tok_s}, ...} or {"available": false, "reason": ...}.
+// One process runs max(1, warmup) + runs prefills, so it gets that many times the per-run timeout.
 json warm_prefill(const fs::path& binary, const fs::path& checkpoint, int prompt, int runs, int warmup, int threads,
                   double timeout_s, std::string& error) {
+  const int warmups = std::max(1, warmup);
   const json r = engine_self_bench(binary, checkpoint, {"--parts", "matrix", "--prompts", std::to_string(prompt), "--gens", "2",
-                                   "--runs", std::to_string(runs), "--warmup", std::to_string(std::max(1, warmup)),
+                                   "--runs", std::to_string(runs), "--warmup", std::to_string(warmups),
                                    "--threads", std::to_string(threads)},
-                                   timeout_s, error);
+                                   timeout_s * (warmups + runs), error);
   if (r.is_object() && r.contains("cells") && r["cells"].is_array())
-    for (const json& c : r["cells"])
-      if (c.value("prompt_tokens", -1) == prompt && c.contains("metrics") && c["metrics"].contains("prefill_tok_s") &&
-          c["metrics"]["prefill_tok_s"].is_object() && c["metrics"]["prefill_tok_s"].contains("mean") &&
-          c["metrics"]["prefill_tok_s"]["mean"].is_number())
+    for (const json& c : r["cells"]) {
+      if (c.value("prompt_tokens", -1) != prompt) continue;
+      const json metrics = c.value("metrics", json::object());
+      const json rate = metrics.value("prefill_tok_s", json(nullptr));
+      if (rate.is_object() && rate.contains("mean") && rate["mean"].is_number()) {
+        json ttfts = json::array();  // each run's prefill time, as the engine measured it
+        for (const json& run : c.value("runs", json::array())) ttfts.push_back(run.value("ttft_ms", json(nullptr)));
         return {{"available", true},
-                {"source", "ENGINE bench --parts matrix (in-process, after " + std::to_string(std::max(1, warmup)) +
+                {"source", "ENGINE bench --parts matrix (in-process, after " + std::to_string(warmups) +
                                " warm-up prefill(s) of the same prompt)"},
+                {"warmup", warmups},
                 {"runs", runs},
-                {"metrics", {{"ttft_ms", c["metrics"]["ttft_ms"]}, {"prefill_tok_s", c["metrics"]["prefill_tok_s"]}}}};
+                {"metrics", {{"ttft_ms", metrics.value("ttft_ms", json(nullptr))}, {"prefill_tok_s", rate}}},
+                {"runs_ttft_ms", ttfts}};
+      }
+      if (error.empty()) error = "the engine's cell for prompt " + std::to_string(prompt) + " has no prefill rate";
+    }
   if (error.empty()) error = "the engine's report has no cell for prompt " + std::to_string(prompt);
   return {{"available", false}, {"reason", "not available: " + error}};
 }
@@ -423,8 +433,15 @@ json run_bench(const BenchOptions& o) {
     const double warm_mean = mean_of(w->second["metrics"], "prefill_tok_s");
     row["fraction_of_bound"] = finite_or_null(warm_mean / row["bound_tok_s"].get<double>());
     if (best->contains("baseline")) {
-      const double theirs = mean_of((*best)["baseline"]["metrics"], "pp_tok_s");
-      row["ratio"] = std::isfinite(theirs) && theirs > 0 ? finite_or_null(warm_mean / theirs) : json(nullptr);
+      // llama-bench times its pp warm, so ours is compared warm; a command printing our field names may well have
+      // timed a fresh process, so it keeps the cell's cold comparison. Both ratios stay in the row.
+      row["cold_ratio"] = row.value("ratio", json(nullptr));
+      const bool warm_baseline = (*best)["baseline"].value("adapter", json(nullptr)) == "llama-bench";
+      row["ratio_basis"] = warm_baseline ? "warm" : "cold";
+      if (warm_baseline) {
+        const double theirs = mean_of((*best)["baseline"]["metrics"], "pp_tok_s");
+        row["ratio"] = std::isfinite(theirs) && theirs > 0 ? finite_or_null(warm_mean / theirs) : json(nullptr);
+      }
     }
   }
   for (int g : o.matrix.gens) {

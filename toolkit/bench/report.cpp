@@ -133,13 +133,14 @@ std::string to_markdown(const json& r) {
 
   if (any_baseline) {
     md << "## Baseline\n\n`" << s["baseline_cmd"].get<std::string>() << "`, run interleaved with ours (ours, baseline, ours, ...). "
-       << "ratio = ours ÷ baseline (above 1 is ours faster for tok/s, slower for ms and MiB).\n\n";
+       << "ratio = ours ÷ baseline (above 1 is ours faster for tok/s, slower for ms and MiB). Our TTFT and prefill here are a "
+          "fresh process's first prefill; llama-bench times its pp warm (the llama-bench table below compares pp warm with warm).\n\n";
     md << "| prompt | gen | adapter | metric | ours | baseline | ratio |\n|---:|---:|---|---|---:|---:|---:|\n";
     for (const json& c : r["cells"]) {
       if (!c.contains("baseline")) continue;
       const std::string adapter = c["baseline"]["adapter"].is_string() ? c["baseline"]["adapter"].get<std::string>() : "—";
       for (const auto& mi : cell_metrics()) {
-        // pp and tg repeat prefill and decode (the llama-bench table below shows them)
+        // pp and tg repeat the cell's prefill and decode (the llama-bench table below has its own pp, timed warm)
         if (!c["ratio"].contains(mi.key) || std::string(mi.key) == "pp_tok_s" || std::string(mi.key) == "tg_tok_s") continue;
         md << "| " << c["prompt_tokens"] << " | " << c["gen_tokens"] << " | " << adapter << " | " << mi.label << " | "
            << format_stat(c["metrics"][mi.key]) << " | " << format_stat(c["baseline"]["metrics"][mi.key]) << " | "
@@ -152,8 +153,10 @@ std::string to_markdown(const json& r) {
 
   md << "## llama-bench style\n\n`pp P` = prompt tokens/s of P tokens prefilled in one engine process after a warm-up prefill of the "
         "same prompt, as llama-bench times its pp (source `warm`; `cold` = the cell (P, shortest generation)'s fresh-process "
-        "TTFT, shown in the last column, used when the warm figure could not be measured); `tg N` = generated tokens/s of the "
-        "cell (shortest prompt, N), measured after that prompt (llama-bench's tg starts from an empty context).\n\n";
+        "TTFT, shown in the last column, used when the warm figure could not be measured); a pp ratio is warm against a "
+        "llama-bench baseline (timed warm too) and cold against a command printing our field names (`ratio_basis`); "
+        "`tg N` = generated tokens/s of the cell (shortest prompt, N), measured after that prompt (llama-bench's tg starts "
+        "from an empty context).\n\n";
   md << "| test | t/s | bound t/s | % of bound |" << (any_baseline ? " baseline t/s | ratio |" : "") << " source | cold-process t/s |\n|---|---:|---:|---:|"
      << (any_baseline ? "---:|---:|" : "") << "---|---:|\n";
   for (const json& row : r["llama_bench"]) {

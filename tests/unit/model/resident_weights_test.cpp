@@ -11,8 +11,8 @@
 
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -78,7 +78,9 @@ TEST(ResidentWeights, CopyIsAlignedEqualAndTheSourceStillReadsBack) {
     ASSERT_NE(copy, src);
     const auto address = reinterpret_cast<std::uintptr_t>(copy);
     EXPECT_EQ(address % 64, 0u);
-    if (elements * sizeof(mi::bf16_t) >= (std::size_t(2) << 20)) EXPECT_EQ(address % (std::size_t(2) << 20), 0u);
+    if (elements * sizeof(mi::bf16_t) >= (std::size_t(2) << 20)) {
+      EXPECT_EQ(address % (std::size_t(2) << 20), 0u);
+    }
     EXPECT_EQ(std::memcmp(copy, f.data.data() + offset, elements * sizeof(mi::bf16_t)), 0);
     // The copy touched every source page; adopt released all but the two it shares with the file's other bytes.
     const long rss_kb = mapping_rss_kb(f.p), page_kb = long(sysconf(_SC_PAGESIZE) / 1024);
@@ -86,7 +88,9 @@ TEST(ResidentWeights, CopyIsAlignedEqualAndTheSourceStillReadsBack) {
     EXPECT_LE(rss_kb, 2 * page_kb) << "source pages were not released";
     // The released source pages fault back in from the file.
     for (std::size_t i = 0; i < f.n; ++i) ASSERT_EQ(f.p[i], f.data[i]) << i;
-    if (f.n > std::size_t(4) << 20) EXPECT_GT(mapping_rss_kb(f.p), rss_kb);  // (a small one had no whole page)
+    if (f.n > std::size_t(4) << 20) {
+      EXPECT_GT(mapping_rss_kb(f.p), rss_kb);  // (a small one had no whole page)
+    }
   }
 }
 
