@@ -208,6 +208,7 @@ TEST_F(BenchCli, QuickMatrixReportHasEveryCellMetricAndBound) {
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
   EXPECT_NE(svg.find("p64 n32"), std::string::npos);
+  EXPECT_NE(svg.find("ours, warm (pp row)"), std::string::npos) << "the warm prefill beside the cells' cold one";
 }
 
 TEST_F(BenchCli, BaselineCommandWithLlamaBenchJsonGivesRatios) {
